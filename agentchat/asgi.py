@@ -1,0 +1,24 @@
+"""ASGI entry point: the wait long-poll and websockets are routed before Django (DESIGN §6)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentchat.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import re_path  # noqa: E402
+
+from channels_app import routing as channels_routing  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": URLRouter([*channels_routing.http_urlpatterns, re_path(r"", django_asgi_app)]),
+        # Origin is checked in the consumers: agents' clients send none (DESIGN §6).
+        "websocket": AuthMiddlewareStack(URLRouter(channels_routing.websocket_urlpatterns)),
+    }
+)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agentchat.core.models import Agent, ApiToken
+from agentchat.core.services import token_revoke
+
+
+class ApiTokenInline(admin.TabularInline):
+    model = ApiToken
+    extra = 0
+    can_delete = False
+    fields = ("hint", "label", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # tokens are created by `manage.py create_agent_token` (shown once)
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "harness", "last_seen", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("name", "display_name", "harness")
+    inlines = [ApiTokenInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("hint", "agent", "label", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("agent__name", "label", "hint")
+    readonly_fields = ("agent", "hint", "digest", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke_tokens"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke token")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset:
+            token_revoke(token=token)
+        self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)

@@ -1,0 +1,254 @@
+"""REST plumbing shared by every app: the strict JSON parser, strict input serializers and the
+one DRF exception handler.
+
+Input is validated by ``StrictSerializer.validate_input(data)``: unknown fields, wrong JSON
+types and oversized strings are refused with a stable code before anything is written. The
+first failing field wins, so an error names one field and one code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, serializers
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+
+from agentchat.core.errors import AppError, error_body
+
+logger = logging.getLogger(__name__)
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise AppError("INVALID_JSON", f"duplicate key {key!r} in JSON object")
+        result[key] = value
+    return result
+
+
+def json_loads_strict(raw: bytes) -> Any:
+    """Parse a request body. NaN/Infinity literals parse (fields reject them with their own
+    codes, e.g. LEASE_INVALID_DURATION); duplicate keys and bad UTF-8 do not."""
+    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+    if len(raw) > limit:
+        raise AppError(
+            "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+        )
+    try:
+        text = raw.decode("utf-8")
+        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise AppError("INVALID_JSON", f"request body is not valid JSON: {exc}") from None
+
+
+class StrictJSONParser(JSONParser):
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+        request = (parser_context or {}).get("request")
+        length = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if length and str(length).isdigit() and int(length) > limit:
+            raise AppError(
+                "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+            )
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if not raw.strip():
+            return {}
+        return json_loads_strict(raw)
+
+
+def field_size_check(name: str, value: str) -> None:
+    limit = settings.AGENTCHAT_MAX_FIELD_BYTES
+    if len(value) > limit // 4 and len(value.encode("utf-8", "surrogatepass")) > limit:
+        raise AppError(
+            "FIELD_TOO_LARGE", f"{name} is over {limit} bytes", detail={"field": name, "limit": limit}
+        )
+
+
+def json_check_finite(name: str, value: Any) -> None:
+    """Reject NaN/Infinity anywhere inside a JSON value: they are not JSON."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise AppError("INVALID_TYPE", f"{name} contains a non-finite number", detail={"field": name})
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+# --- Strict fields --------------------------------------------------------------------------
+# DRF fields coerce (an int becomes a string, "1" becomes True); these refuse the wrong JSON
+# type instead. They raise ValidationError with our code, converted by StrictSerializer.
+
+
+def _type_error(expected: str) -> serializers.ValidationError:
+    return serializers.ValidationError(f"must be {expected}", code="INVALID_TYPE")
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise _type_error("a string")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise _type_error("an integer")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            raise _type_error("true or false")
+        return data
+
+
+class StrictListField(serializers.ListField):
+    def to_internal_value(self, data: Any) -> list[Any]:
+        if not isinstance(data, list):
+            raise _type_error("a list")
+        return super().to_internal_value(data)
+
+
+class StrictDictField(serializers.DictField):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise _type_error("an object")
+        return super().to_internal_value(data)
+
+
+class AnyJSONField(serializers.JSONField):
+    def to_internal_value(self, data: Any) -> Any:
+        json_check_finite(self.field_name, data)
+        field_size_check(self.field_name, json.dumps(data, ensure_ascii=False))
+        return data
+
+
+# DRF's own validation codes, mapped onto ours.
+_DRF_CODES = {
+    "required": "MISSING_FIELD",
+    "null": "INVALID_TYPE",
+    "invalid": "INVALID_TYPE",
+    "not_a_list": "INVALID_TYPE",
+    "not_a_dict": "INVALID_TYPE",
+    "blank": "INVALID_VALUE",
+    "empty": "INVALID_VALUE",
+    "max_length": "INVALID_VALUE",
+    "min_length": "INVALID_VALUE",
+    "max_value": "INVALID_VALUE",
+    "min_value": "INVALID_VALUE",
+    "invalid_choice": "INVALID_VALUE",
+    "max_string_length": "INVALID_VALUE",
+}
+
+
+def _first_error(detail: Any, path: str = "") -> tuple[str, str, str]:
+    """(field path, message, code) of the first error in a DRF error tree."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            sub = key if key != "non_field_errors" else ""
+            return _first_error(value, f"{path}.{sub}".strip(".") if sub else path)
+    if isinstance(detail, list) and detail:
+        for index, value in enumerate(detail):
+            if value:
+                child = path if not isinstance(value, (dict, list)) else f"{path}[{index}]"
+                return _first_error(value, child)
+    message = str(detail)
+    code = getattr(detail, "code", None) or "invalid"
+    return path, message, code
+
+
+class StrictSerializer(serializers.Serializer):
+    """Input serializer that refuses unknown fields and maps every failure to a stable code.
+
+    Subclasses may override the codes (tasks use TASK_* codes, locks PATH_LOCK_* codes).
+    """
+
+    unknown_field_code: ClassVar[str] = "UNKNOWN_FIELD"
+    code_map: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def validate_input(cls, data: Any, **kwargs: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise AppError("INVALID_JSON", "request body must be a JSON object")
+        unknown = sorted(set(data) - set(cls().fields))
+        if unknown:
+            raise AppError(
+                cls.unknown_field_code,
+                f"unknown field(s): {', '.join(unknown)}",
+                detail={"fields": unknown},
+            )
+        serializer = cls(data=data, **kwargs)
+        try:
+            serializer.is_valid(raise_exception=True)
+        except serializers.ValidationError as exc:
+            field, message, code = _first_error(exc.detail)
+            code = cls.code_map.get(code) or _DRF_CODES.get(code, code)
+            if not code.isupper():
+                code = "INVALID_VALUE"
+            prefix = f"{field}: " if field else ""
+            raise AppError(code, f"{prefix}{message}", detail={"field": field}) from None
+        return dict(serializer.validated_data)
+
+
+# --- The one exception handler --------------------------------------------------------------
+
+
+def app_error_response(exc: AppError) -> Response:
+    response = Response(error_body(exc), status=exc.status)
+    if exc.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="agentchat"'
+    return response
+
+
+def as_app_error(exc: Exception) -> AppError | None:
+    """Translate framework exceptions into AppError; None for unexpected ones (a 500)."""
+    if isinstance(exc, AppError):
+        return exc
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return AppError("AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>")
+    if isinstance(exc, exceptions.AuthenticationFailed):
+        return AppError("AUTH_INVALID", str(exc.detail))
+    if isinstance(exc, exceptions.ParseError):
+        return AppError("INVALID_JSON", str(exc.detail))
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return AppError("UNSUPPORTED_MEDIA_TYPE", "send the request body as application/json")
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return AppError("METHOD_NOT_ALLOWED", str(exc.detail))
+    if isinstance(exc, (exceptions.NotFound, Http404)):
+        return AppError("NOT_FOUND", "not found")
+    if isinstance(exc, exceptions.PermissionDenied):
+        return AppError("FORBIDDEN", str(exc.detail))
+    if isinstance(exc, exceptions.NotAcceptable):
+        return AppError("NOT_ACCEPTABLE", str(exc.detail))
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+        return AppError("REQUEST_TOO_LARGE", f"request body is over {limit} bytes")
+    if isinstance(exc, serializers.ValidationError):
+        field, message, code = _first_error(exc.detail)
+        return AppError(_DRF_CODES.get(code, "INVALID_VALUE"), message, detail={"field": field})
+    return None
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    error = as_app_error(exc)
+    if error is None:
+        return None  # unexpected: Django logs it and answers 500
+    return app_error_response(error)
+
+
+def json_error(exc: AppError) -> JsonResponse:
+    """The same body for plain Django views (404 handler, wait consumer helpers)."""
+    return JsonResponse(error_body(exc), status=exc.status)

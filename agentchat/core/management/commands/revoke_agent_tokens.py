@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agentchat.core.models import Agent, ApiToken
+from agentchat.core.services import token_revoke
+
+
+class Command(BaseCommand):
+    help = "Revoke every active token of agent NAME (or one token, by the hint the admin shows)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--hint", help="revoke only the token starting with this hint")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        agent = Agent.objects.filter(name=options["name"]).first()
+        if agent is None:
+            raise CommandError(f"AGENT_NOT_FOUND: no agent named {options['name']!r}")
+        tokens = ApiToken.objects.filter(agent=agent, revoked_at__isnull=True)
+        if options["hint"]:
+            tokens = tokens.filter(hint__startswith=options["hint"])
+        count = 0
+        for token in tokens:
+            token_revoke(token=token)
+            count += 1
+        self.stdout.write(f"revoked {count} token(s) of {agent.name}")

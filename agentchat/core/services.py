@@ -1,0 +1,51 @@
+"""Writes for identity: agents and tokens."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from agentchat.core.db import write_atomic
+from agentchat.core.errors import AppError
+from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
+from agentchat.core.names import check_agent_name
+
+
+@write_atomic()
+def agent_get_or_create(*, name: str, kind: str = Agent.Kind.AGENT) -> Agent:
+    """Raises INVALID_NAME."""
+    check_agent_name(name)
+    agent, _ = Agent.objects.get_or_create(name=name, defaults={"kind": kind})
+    return agent
+
+
+@write_atomic()
+def token_create(*, agent: Agent, label: str = "") -> str:
+    """Create a token for ``agent`` and return the raw value; only its digest is stored."""
+    raw = token_generate()
+    ApiToken.objects.create(agent=agent, digest=token_digest(raw), hint=raw[:10], label=label)
+    return raw
+
+
+@write_atomic()
+def token_revoke(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
+    """Resolve a bearer token. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
+    if not raw:
+        raise AppError("AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>")
+    token = (
+        ApiToken.objects.select_related("agent")
+        .filter(digest=token_digest(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None:
+        raise AppError("AUTH_INVALID", "the token is unknown or revoked")
+    now = timezone.now()
+    # Touch at most once a minute: a write per request would contend on SQLite.
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        with write_atomic():
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
+    return token.agent, token

@@ -1,0 +1,200 @@
+"""Settings, read from the environment with working defaults.
+
+With nothing set, the server runs on a SQLite file in ``var/`` and the in-memory channel layer:
+one process, zero set-up. ``DATABASE_URL`` (``postgres://…``) and ``REDIS_URL`` switch to
+PostgreSQL and channels-redis for several processes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.management.utils import get_random_secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VERSION = "0.1.0"
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+# --- Security ------------------------------------------------------------------------------
+DEBUG = env_bool("DEBUG")
+# A random key per process is fine for a local run (sessions do not survive a restart);
+# deployments set SECRET_KEY.
+SECRET_KEY = os.environ.get("SECRET_KEY") or get_random_secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+# --- Applications --------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "agentchat.core",
+    "channels_app",
+    "tasks_app",
+    "locks_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentchat.urls"
+ASGI_APPLICATION = "agentchat.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ------------------------------------------------------------------------------
+# SQLite: writers queue (IMMEDIATE transactions + a long busy timeout, plus the in-process FIFO
+# writer in agentchat.core.db) instead of failing with "database is locked".
+SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 30,
+    "init_command": (
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; "
+        "PRAGMA busy_timeout=30000"
+    ),
+}
+DEFAULT_SQLITE_PATH = BASE_DIR / "var" / "agentchat.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}",
+        conn_max_age=0,  # persistent connections leak under ASGI; PostgreSQL uses a pool
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
+    # Tests need a file (WAL, several connections, a live server in another process).
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get(
+            "TEST_SQLITE_PATH", str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")
+        )
+    }
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("DB_POOL_MAX", "10")),
+        "timeout": 20,
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channel layer -------------------------------------------------------------------------
+# The layer is a doorbell: every consumer re-reads the database by seq after a ring.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
+    }
+
+# --- Auth, i18n, static --------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in a local run
+
+# --- Limits (HTTP v1 document) -------------------------------------------------------------
+AGENTCHAT_MAX_REQUEST_BYTES = 768 * 1024
+AGENTCHAT_MAX_FIELD_BYTES = 512 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTCHAT_MAX_REQUEST_BYTES
+# Upper bound for GET …/wait/?timeout=; the reference CLI defaults to 900 s.
+AGENTCHAT_WAIT_MAX_TIMEOUT = float(os.environ.get("AGENTCHAT_WAIT_MAX_TIMEOUT", "900"))
+AGENTCHAT_WAIT_DEFAULT_TIMEOUT = 60.0
+# Path locks: match paths case-insensitively, as on Windows.
+AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE = env_bool("AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE")
+
+# --- REST framework ------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agentchat.core.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["agentchat.core.api.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "agentchat.core.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "AgentChat server API",
+    "DESCRIPTION": (
+        "Peer AI agent coordination: channels of markdown messages, read cursors, wait, "
+        "marker claims, tasks under leases and workspace path locks. Every call needs "
+        "`Authorization: Bearer <token>`; errors are `{\"error\": {\"code\", \"message\", "
+        '"detail"}}` with a stable code.'
+    ),
+    "VERSION": VERSION,
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    },
+    "SECURITY": [{"bearer": []}],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

@@ -1,0 +1,39 @@
+"""URL routes. The wait long-poll and websockets are routed in asgi.py, before Django."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from agentchat import views
+from agentchat.core.errors import AppError, error_body
+
+api_v1 = [
+    path("", include("channels_app.api.urls")),
+    path("", include("tasks_app.api.urls")),
+    path("", include("locks_app.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include(api_v1)),
+]
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body(AppError("NOT_FOUND", f"no API route {request.path}")), status=404)
+    return views.not_found(request)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        body = error_body(AppError("INTERNAL_ERROR", "internal server error"))
+        return JsonResponse(body, status=500)
+    return HttpResponse("Internal server error", status=500, content_type="text/plain")

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from channels_app.models import Channel, Cursor, MarkerClaim, Message
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Messages are immutable (SPEC §4); the admin is for looking."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    list_display = ("name", "topic", "last_seq", "created_by", "created_at")
+    search_fields = ("name", "topic")
+    readonly_fields = ("last_seq", "created_at", "created_by")
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = ("channel", "seq", "sender", "title", "status", "kind", "ts")
+    list_filter = ("kind", "channel")
+    search_fields = ("title", "body", "sender", "id")
+    list_select_related = ("channel",)
+
+
+@admin.register(Cursor)
+class CursorAdmin(ReadOnlyAdmin):
+    list_display = ("agent", "channel", "seq", "updated_at")
+    list_filter = ("channel",)
+
+
+@admin.register(MarkerClaim)
+class MarkerClaimAdmin(ReadOnlyAdmin):
+    list_display = ("channel", "marker", "owner", "claimed_at")
+    list_filter = ("channel",)
+    search_fields = ("marker", "owner")

@@ -1,0 +1,122 @@
+"""Input and output shapes of the channels API (inputs are strict: see agentchat.core.api)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from agentchat.core.api import (
+    AnyJSONField,
+    StrictCharField,
+    StrictDictField,
+    StrictIntegerField,
+    StrictListField,
+    StrictSerializer,
+)
+
+
+class RecipientsField(serializers.JSONField):
+    """``to``: one agent name, a list of names, or all / * / omitted for a broadcast."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data is None or isinstance(data, str):
+            return data
+        if isinstance(data, list) and all(isinstance(item, str) for item in data):
+            return data
+        raise serializers.ValidationError("must be a name or a list of names", code="INVALID_TYPE")
+
+
+class ChannelCreateInput(StrictSerializer):
+    name = StrictCharField(trim_whitespace=False)
+    topic = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    members = StrictListField(child=StrictCharField(), required=False, default=list)
+
+
+class ChannelUpdateInput(StrictSerializer):
+    topic = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    members = StrictListField(child=StrictCharField(), required=False)
+
+
+class ChannelOutput(serializers.Serializer):
+    name = serializers.CharField()
+    topic = serializers.CharField()
+    members = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField()
+    last_seq = serializers.IntegerField()
+    cursor = serializers.IntegerField(required=False, help_text="the caller's cursor")
+    unread = serializers.IntegerField(required=False, help_text="relevant messages after it")
+
+
+class ChannelListOutput(serializers.Serializer):
+    channels = ChannelOutput(many=True)
+
+
+class MessagePostInput(StrictSerializer):
+    id = StrictCharField(required=False, help_text="client id: a retry with it is idempotent")
+    # `from` is a Python keyword: declared below.
+    to = RecipientsField(required=False, allow_null=True, default=None)
+    reply_to = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1)
+    status = StrictCharField(required=False, default="discussion")
+    title = StrictCharField(trim_whitespace=False, allow_blank=True)
+    body = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    conversation_id = StrictCharField(required=False, default="", max_length=128)
+    correlation_id = StrictCharField(required=False, default="", max_length=128)
+    data = AnyJSONField(required=False, allow_null=True, default=None)
+    content_type = StrictCharField(required=False, default="", max_length=200)
+    metadata = StrictDictField(child=StrictCharField(allow_blank=True), required=False, default=dict)
+
+
+MessagePostInput._declared_fields["from"] = StrictCharField(
+    required=False, help_text="optional; must equal the token's agent"
+)
+
+
+class MessageOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    id = serializers.CharField()
+    channel = serializers.CharField()
+    to = serializers.ListField(child=serializers.CharField(), help_text="[] = broadcast")
+    reply_to = serializers.IntegerField(allow_null=True)
+    status = serializers.CharField()
+    title = serializers.CharField()
+    body = serializers.CharField()
+    ts = serializers.DateTimeField()
+    kind = serializers.CharField()
+    conversation_id = serializers.CharField(allow_null=True)
+    correlation_id = serializers.CharField(allow_null=True)
+    data = serializers.JSONField(allow_null=True)
+    content_type = serializers.CharField(allow_null=True)
+    metadata = serializers.DictField(child=serializers.CharField())
+
+
+MessageOutput._declared_fields["from"] = serializers.CharField()
+
+
+class MessageListOutput(serializers.Serializer):
+    messages = MessageOutput(many=True)
+    cursor = serializers.IntegerField()
+
+
+class WaitOutput(MessageListOutput):
+    timed_out = serializers.BooleanField(required=False)
+
+
+class EmptyInput(StrictSerializer):
+    """Endpoints that take no body (or an empty object)."""
+
+
+class AckInput(StrictSerializer):
+    seq = StrictIntegerField(required=False, allow_null=True, default=None)
+
+
+class AckOutput(serializers.Serializer):
+    cursor = serializers.IntegerField()
+
+
+class ClaimOutput(serializers.Serializer):
+    channel = serializers.CharField()
+    marker = serializers.CharField()
+    owner = serializers.CharField()
+    claimed_at = serializers.DateTimeField()

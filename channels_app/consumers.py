@@ -1,0 +1,191 @@
+"""Live delivery, served before Django (DESIGN §6): the wait long-poll and the websocket stream.
+
+Both follow the same order: subscribe to the channel's group, then read the database, then
+await a ring. The ring is only a doorbell; what is delivered is always read back by seq, so a
+lost or late ring delays nothing that a later ring or the timeout does not recover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from agentchat.core.db import db_call
+from agentchat.core.errors import AppError, error_body
+from agentchat.core.push import EVENT_TYPE
+from agentchat.core.scope import scope_agent, scope_query, websocket_principal
+from channels_app.selectors import channel_get, channel_last_seq, message_to_dict, messages_after
+from channels_app.services import channel_group, messages_read
+
+REPLAY_PAGE = 500
+
+
+def parse_timeout(raw: str | None) -> float:
+    if raw is None or raw == "":
+        return settings.AGENTCHAT_WAIT_DEFAULT_TIMEOUT
+    maximum = settings.AGENTCHAT_WAIT_MAX_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= maximum):
+        raise AppError(
+            "INVALID_TIMEOUT",
+            f"timeout must be a number of seconds from 0 to {maximum:g}",
+            detail={"timeout": raw, "max": maximum},
+        )
+    return value
+
+
+def ring_may_concern(event: dict[str, Any], name: str) -> bool:
+    """False only when a ring certainly carries nothing relevant to ``name``."""
+    if event.get("kind") != "message":
+        return True
+    sender, to = event.get("from"), event.get("to")
+    return not (sender == name or (to and name not in to))
+
+
+async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+    })
+    await send({"type": "http.response.body", "body": payload})
+
+
+class ChannelWaitConsumer:
+    """``GET /api/v1/channels/<name>/wait/?timeout=S``: a long-poll as a plain ASGI app.
+
+    While parked it holds no thread and no database connection: it awaits its own layer
+    channel. A client that disconnects ends the wait at once.
+    """
+
+    @classmethod
+    def as_asgi(cls) -> ChannelWaitConsumer:
+        return cls()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Read the (ignored) request body to the end, so the next receive() is the disconnect.
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            if not message.get("more_body"):
+                break
+        try:
+            if scope["method"] not in {"GET", "HEAD"}:
+                raise AppError("METHOD_NOT_ALLOWED", f"method {scope['method']} not allowed")
+            timeout = parse_timeout(scope_query(scope).get("timeout"))
+            unknown = sorted(set(scope_query(scope)) - {"timeout"})
+            if unknown:
+                raise AppError("UNKNOWN_FIELD", f"unknown parameter(s): {', '.join(unknown)}")
+            agent = await db_call(scope_agent)(scope)
+            channel = await db_call(channel_get)(scope["url_route"]["kwargs"]["name"])
+        except AppError as exc:
+            await _send_json(send, exc.status, error_body(exc))
+            return
+        waiting = asyncio.ensure_future(self.wait(channel, agent, timeout))
+        disconnected = asyncio.ensure_future(self._disconnect(receive))
+        try:
+            done, _ = await asyncio.wait({waiting, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiting, disconnected):
+                task.cancel()
+        if waiting in done:
+            await _send_json(send, 200, waiting.result())
+
+    @staticmethod
+    async def _disconnect(receive: Any) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    @staticmethod
+    async def wait(channel: Any, agent: Any, timeout: float) -> dict[str, Any]:
+        layer = get_channel_layer()
+        inbox = await layer.new_channel()
+        group = channel_group(channel.pk)
+        await layer.group_add(group, inbox)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        read = db_call(messages_read)
+        try:
+            while True:
+                messages, cursor = await read(channel=channel, agent=agent, advance_if_empty=False)
+                if messages:
+                    return {"messages": [message_to_dict(m) for m in messages], "cursor": cursor}
+                while True:  # park until a ring that may concern us, or the deadline
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return {"messages": [], "cursor": cursor, "timed_out": True}
+                    try:
+                        ring = await asyncio.wait_for(layer.receive(inbox), remaining)
+                    except TimeoutError:
+                        continue
+                    if ring.get("type") == EVENT_TYPE and ring_may_concern(ring["event"], agent.name):
+                        break
+        finally:
+            await asyncio.shield(layer.group_discard(group, inbox))
+
+
+class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
+    """``/ws/channels/<name>/[?since=N]``: every message of the channel as a JSON frame.
+
+    With ``since`` it first replays every message after that seq, so a reconnect loses nothing;
+    frames are in seq order and each seq is sent once per connection. Never moves a cursor.
+    """
+
+    async def connect(self) -> None:
+        self.group = None
+        try:
+            await db_call(websocket_principal)(self.scope)
+            self.channel_row = await db_call(channel_get)(self.scope["url_route"]["kwargs"]["name"])
+            since = scope_query(self.scope).get("since")
+            if since is not None and not since.isdigit():
+                raise AppError("INVALID_SEQ", "since must be a non-negative integer")
+        except AppError:
+            await self.close()  # before accept: the handshake is refused (HTTP 403)
+            return
+        self.group = channel_group(self.channel_row.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        if since is None:
+            self.last_sent = await db_call(channel_last_seq)(self.channel_row.pk)
+        else:
+            self.last_sent = int(since)
+            await self.catch_up()
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        error = AppError("INVALID_VALUE", "this stream takes no messages from the client")
+        await self.send_json({"type": "error", **error_body(error)})
+
+    async def catch_up(self) -> None:
+        fetch = db_call(messages_after)
+        while True:
+            messages = await fetch(channel=self.channel_row, after=self.last_sent, limit=REPLAY_PAGE)
+            for message in messages:
+                await self.send_json({"type": "message", "message": message_to_dict(message)})
+                self.last_sent = message.seq
+            if len(messages) < REPLAY_PAGE:
+                return
+
+    async def agentchat_event(self, ring: dict[str, Any]) -> None:
+        event = ring["event"]
+        if event.get("kind") != "message" or event["seq"] <= self.last_sent:
+            return
+        if event["seq"] == self.last_sent + 1 and "message" in event:
+            await self.send_json({"type": "message", "message": event["message"]})
+            self.last_sent = event["seq"]
+        else:
+            await self.catch_up()  # a gap (a lost ring) or a big message: read back by seq

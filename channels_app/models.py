@@ -1,0 +1,122 @@
+"""Channels, messages, read cursors and marker claims (SPEC §2-§8)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Lower
+
+from agentchat.core.models import Agent
+
+
+class Channel(models.Model):
+    class Visibility(models.TextChoices):
+        OPEN = "open", "open"
+        MEMBERS = "members", "members only"
+
+    name = models.CharField(max_length=64, unique=True)
+    topic = models.TextField(blank=True)
+    # The roster: informational, as in the reference (channels are open).
+    members = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=64, blank=True)
+    # The sequence counter: incremented in the same transaction that inserts the message.
+    last_seq = models.BigIntegerField(default=0)
+    visibility = models.CharField(
+        max_length=16, choices=Visibility.choices, default=Visibility.OPEN
+    )
+    maintainer = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            # `Review` and `review` would collide in a synced folder on some filesystems.
+            models.UniqueConstraint(Lower("name"), name="channel_name_ci_unique"),
+            models.CheckConstraint(condition=models.Q(last_seq__gte=0), name="channel_seq_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Message(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message", "message"
+        EVENT = "event", "event"
+        AUDIT = "audit", "audit"
+
+    # The HTTP v1 envelope id: globally unique, client-supplied ids make retries idempotent.
+    id = models.CharField(primary_key=True, max_length=128)
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="messages")
+    seq = models.BigIntegerField()
+    # An agent name; messages imported from a reference folder may carry free text.
+    sender = models.CharField(max_length=200, db_index=True)
+    # Recipients; [] is a broadcast.
+    to = models.JSONField(default=list, blank=True)
+    # ",bob,carol," (or "" for a broadcast): lets the database pre-filter relevance.
+    recipients = models.TextField(blank=True, default="")
+    reply_to = models.BigIntegerField(null=True, blank=True)
+    ts = models.DateTimeField()
+    # The timestamp exactly as an imported file spelled it; empty for messages posted here.
+    ts_text = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=100, default="discussion")
+    title = models.TextField()
+    body = models.TextField(blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
+    conversation_id = models.CharField(max_length=128, blank=True, default="")
+    correlation_id = models.CharField(max_length=128, blank=True, default="")
+    data = models.JSONField(null=True, blank=True)
+    content_type = models.CharField(max_length=200, blank=True, default="")
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["channel_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "seq"], name="message_channel_seq_unique"),
+            models.CheckConstraint(condition=models.Q(seq__gte=1), name="message_seq_gte_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.title}"
+
+    @property
+    def is_broadcast(self) -> bool:
+        return not self.to
+
+    def is_relevant_to(self, name: str) -> bool:
+        """SPEC §5: broadcast or addressed to ``name``, and not sent by ``name``."""
+        return self.sender != name and (not self.to or name in self.to)
+
+
+class Cursor(models.Model):
+    """The last seq an agent consumed in a channel (SPEC §8)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="cursors")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="cursors")
+    seq = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "channel"], name="cursor_agent_channel_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} @ {self.channel} #{self.seq}"
+
+
+class MarkerClaim(models.Model):
+    """The legacy ``claim <channel> <marker>`` (SPEC §5): one owner, decided by a unique row."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="marker_claims")
+    marker = models.CharField(max_length=128)
+    owner = models.CharField(max_length=64)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["channel_id", "marker"]
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "marker"], name="marker_claim_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.marker} -> {self.owner}"

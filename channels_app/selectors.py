@@ -1,0 +1,115 @@
+"""Every read of channels_app, shared by the API, the consumers and (later) the dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from agentchat.core.errors import AppError
+from agentchat.core.models import Agent
+from channels_app.models import Channel, Cursor, Message
+
+PEEK_DEFAULT = 100
+PEEK_MAX = 1000
+
+
+def channel_get(name: str) -> Channel:
+    """Raises CHANNEL_NOT_FOUND."""
+    channel = Channel.objects.filter(name=name).first()
+    if channel is None:
+        raise AppError(
+            "CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name}
+        )
+    return channel
+
+
+def channel_last_seq(channel_id: int) -> int:
+    return Channel.objects.filter(pk=channel_id).values_list("last_seq", flat=True).get()
+
+
+def relevant_filter(name: str) -> Q:
+    """SQL pre-filter for SPEC §5 relevance; ``Message.is_relevant_to`` is the exact rule."""
+    return (Q(recipients="") | Q(recipients__contains=f",{name},")) & ~Q(sender=name)
+
+
+def _attach(rows: QuerySet[Message] | list[Message], channel: Channel) -> list[Message]:
+    result = list(rows)
+    for message in result:
+        message.channel = channel  # spares a query per message when serializing
+    return result
+
+
+def messages_relevant(*, channel: Channel, name: str, after: int, upto: int) -> list[Message]:
+    rows = (
+        Message.objects.filter(channel=channel, seq__gt=after, seq__lte=upto)
+        .filter(relevant_filter(name))
+        .order_by("seq")
+    )
+    return [message for message in _attach(rows, channel) if message.is_relevant_to(name)]
+
+
+def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> list[Message]:
+    return _attach(Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:limit], channel)
+
+
+def message_peek(*, channel: Channel, after: int | None = None, limit: int = PEEK_DEFAULT) -> list[Message]:
+    """The last ``limit`` messages, or the first ``limit`` after ``after``; ascending by seq."""
+    if after is not None:
+        return messages_after(channel=channel, after=after, limit=limit)
+    rows = _attach(Message.objects.filter(channel=channel).order_by("-seq")[:limit], channel)
+    rows.reverse()
+    return rows
+
+
+def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
+    rows = Message.objects.filter(channel=channel, seq__gt=cursor).filter(relevant_filter(agent.name))
+    return sum(1 for sender, to in rows.values_list("sender", "to") if sender != agent.name and (not to or agent.name in to))
+
+
+def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
+    cursors = dict(Cursor.objects.filter(agent=agent).values_list("channel_id", "seq"))
+    result = []
+    for channel in Channel.objects.order_by("name"):
+        cursor = cursors.get(channel.pk, 0)
+        data = channel_to_dict(channel)
+        data["cursor"] = cursor
+        data["unread"] = unread_count(channel=channel, agent=agent, cursor=cursor)
+        result.append(data)
+    return result
+
+
+def channels_all() -> QuerySet[Channel]:
+    return Channel.objects.order_by("name")
+
+
+def channel_to_dict(channel: Channel) -> dict[str, Any]:
+    return {
+        "name": channel.name,
+        "topic": channel.topic,
+        "members": list(channel.members),
+        "created_at": channel.created_at.isoformat() if channel.created_at else None,
+        "created_by": channel.created_by,
+        "last_seq": channel.last_seq,
+    }
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return {
+        "seq": message.seq,
+        "id": message.id,
+        "channel": message.channel.name,
+        "from": message.sender,
+        "to": list(message.to),
+        "reply_to": message.reply_to,
+        "status": message.status,
+        "title": message.title,
+        "body": message.body,
+        "ts": message.ts.isoformat(),
+        "kind": message.kind,
+        "conversation_id": message.conversation_id or None,
+        "correlation_id": message.correlation_id or None,
+        "data": message.data,
+        "content_type": message.content_type or None,
+        "metadata": message.metadata,
+    }

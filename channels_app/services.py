@@ -1,0 +1,342 @@
+"""Every write of channels_app, one transaction each (``write_atomic``).
+
+``message_post`` is also the audit path of tasks_app and locks_app: called inside their
+transaction, the audit message commits with the change or not at all.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models.functions import Lower
+from django.utils import timezone
+
+from agentchat.core.api import field_size_check
+from agentchat.core.db import write_atomic
+from agentchat.core.errors import AppError
+from agentchat.core.models import Agent
+from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
+from agentchat.core.push import group_name, push_on_commit
+from channels_app.models import Channel, Cursor, MarkerClaim, Message
+from channels_app.selectors import channel_last_seq, message_to_dict, messages_relevant
+
+BROADCAST_WORDS = {"all", "*"}
+# A message whose JSON is at most this big rides along with its push, so subscribers need not
+# read it back; bigger ones are fetched by seq.
+PUSH_INLINE_LIMIT = 16 * 1024
+MESSAGE_ID_MAX = 128
+TITLE_MAX = 1000
+STATUS_MAX = 100
+
+
+def channel_group(channel_id: int) -> str:
+    return group_name("channel", channel_id)
+
+
+def _check_text(field: str, value: str, *, single_line: bool = False) -> None:
+    field_size_check(field, value)
+    if "\x00" in value:
+        raise AppError("INVALID_VALUE", f"{field} must not contain NUL", detail={"field": field})
+    if single_line and ("\n" in value or "\r" in value):
+        raise AppError(
+            "INVALID_VALUE", f"{field} must be a single line", detail={"field": field}
+        )
+
+
+def members_normalize(members: Iterable[str]) -> list[str]:
+    result: list[str] = []
+    for member in members:
+        check_agent_name(member, field="members")
+        if member not in result:
+            result.append(member)
+    return result
+
+
+def recipients_normalize(to: str | list[str] | None) -> list[str]:
+    """``to`` as a list; [] is a broadcast. Accepts one name, a list, a comma list, all or *."""
+    if to is None:
+        return []
+    names = to.split(",") if isinstance(to, str) else list(to)
+    names = [name.strip() if isinstance(name, str) else name for name in names]
+    if isinstance(to, str):
+        names = [name for name in names if name]
+    if names in ([], ["all"], ["*"]):
+        return []
+    result: list[str] = []
+    for name in names:
+        if name in BROADCAST_WORDS:
+            raise AppError(
+                "INVALID_NAME",
+                f"{name!r} means broadcast and cannot be combined with other recipients",
+                detail={"field": "to"},
+            )
+        check_agent_name(name, field="to")
+        if name not in result:
+            result.append(name)
+    return result
+
+
+@write_atomic()
+def channel_create(
+    *, name: str, created_by: str, topic: str = "", members: Iterable[str] = ()
+) -> Channel:
+    """Raises INVALID_NAME, CHANNEL_EXISTS (names are unique case-insensitively)."""
+    check_channel_name(name)
+    _check_text("topic", topic)
+    members = members_normalize(members)
+    if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
+        raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
+    try:
+        with transaction.atomic():
+            return Channel.objects.create(
+                name=name, topic=topic, members=members, created_by=created_by
+            )
+    except IntegrityError:
+        raise AppError(
+            "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
+        ) from None
+
+
+@write_atomic()
+def channel_update(
+    *, channel: Channel, topic: str | None = None, members: Iterable[str] | None = None
+) -> Channel:
+    """Raises INVALID_NAME (a bad member), INVALID_VALUE."""
+    fields = []
+    if topic is not None:
+        _check_text("topic", topic)
+        channel.topic = topic
+        fields.append("topic")
+    if members is not None:
+        channel.members = members_normalize(members)
+        fields.append("members")
+    if fields:
+        channel.save(update_fields=fields)
+    return channel
+
+
+class _ExistingId(Exception):
+    def __init__(self, message: Message) -> None:
+        self.message = message
+
+
+def _existing_or_conflict(message_id: str, *, channel: Channel, sender: str) -> Message | None:
+    existing = Message.objects.select_related("channel").filter(pk=message_id).first()
+    if existing is None:
+        return None
+    if existing.channel_id != channel.pk or existing.sender != sender:
+        raise AppError(
+            "ID_CONFLICT",
+            f"message id {message_id!r} is already used by another sender or channel",
+            detail={"id": message_id},
+        )
+    return existing
+
+
+def _allocate_seq(channel_id: int) -> int:
+    # One write that also reads: on PostgreSQL the row lock serializes posters of a channel and
+    # makes seqs commit-ordered; on SQLite the transaction already holds the write lock.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Channel._meta.db_table} SET last_seq = last_seq + 1 "
+            "WHERE id = %s RETURNING last_seq",
+            [channel_id],
+        )
+        return int(cursor.fetchone()[0])
+
+
+@write_atomic()
+def message_post(
+    *,
+    channel: Channel,
+    sender: str,
+    title: str,
+    body: str = "",
+    to: str | list[str] | None = None,
+    reply_to: int | None = None,
+    status: str = "discussion",
+    kind: str = Message.Kind.MESSAGE,
+    message_id: str | None = None,
+    conversation_id: str = "",
+    correlation_id: str = "",
+    data: Any = None,
+    content_type: str = "",
+    metadata: dict[str, str] | None = None,
+) -> tuple[Message, bool]:
+    """Allocate the next seq and store the message; returns (message, created).
+
+    A retry with the same ``message_id`` from the same sender in the same channel returns the
+    first message with created=False. Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE,
+    REPLY_TO_NOT_FOUND, ID_CONFLICT.
+    """
+    if not title.strip():
+        raise AppError("INVALID_VALUE", "title must not be empty", detail={"field": "title"})
+    if len(title) > TITLE_MAX:
+        raise AppError(
+            "INVALID_VALUE", f"title is over {TITLE_MAX} characters", detail={"field": "title"}
+        )
+    _check_text("title", title, single_line=True)
+    _check_text("body", body)
+    _check_text("status", status, single_line=True)
+    if not status.strip() or len(status) > STATUS_MAX:
+        raise AppError(
+            "INVALID_VALUE",
+            f"status must be 1-{STATUS_MAX} characters",
+            detail={"field": "status"},
+        )
+    recipients = recipients_normalize(to)
+    if message_id is not None and not is_record_id(message_id, max_length=MESSAGE_ID_MAX):
+        raise AppError(
+            "INVALID_VALUE",
+            "id must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters",
+            detail={"field": "id"},
+        )
+    if message_id is not None and (
+        existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
+    ):
+        return existing, False
+    if reply_to is not None and not Message.objects.filter(channel=channel, seq=reply_to).exists():
+        raise AppError(
+            "REPLY_TO_NOT_FOUND",
+            f"reply_to #{reply_to} is not a message of channel {channel.name!r}",
+            detail={"reply_to": reply_to},
+        )
+    try:
+        with transaction.atomic():
+            seq = _allocate_seq(channel.pk)
+            if message_id is not None and (
+                existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
+            ):
+                raise _ExistingId(existing)  # undoes the increment with the savepoint
+            message = Message.objects.create(
+                id=message_id or f"msg_{uuid.uuid4().hex}",
+                channel=channel,
+                seq=seq,
+                sender=sender,
+                to=recipients,
+                recipients="".join(f",{name}" for name in recipients) + ("," if recipients else ""),
+                reply_to=reply_to,
+                ts=timezone.now(),
+                status=status,
+                title=title,
+                body=body,
+                kind=kind,
+                conversation_id=conversation_id,
+                correlation_id=correlation_id,
+                data=data,
+                content_type=content_type,
+                metadata=metadata or {},
+            )
+    except _ExistingId as exc:
+        return exc.message, False
+    except IntegrityError:
+        # The same id committed concurrently in another channel (no shared row lock).
+        if message_id is not None and (
+            existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
+        ):
+            return existing, False
+        raise
+    channel.last_seq = seq
+    message.channel = channel
+    event: dict[str, Any] = {
+        "kind": "message",
+        "channel_id": channel.pk,
+        "seq": seq,
+        "from": sender,
+        "to": recipients,
+    }
+    as_dict = message_to_dict(message)
+    if len(body) + len(title) < PUSH_INLINE_LIMIT and data is None:
+        event["message"] = as_dict
+    push_on_commit(channel_group(channel.pk), event)
+    return message, True
+
+
+def _cursor_set(*, agent: Agent, channel: Channel, seq: int) -> None:
+    updated = Cursor.objects.filter(agent=agent, channel=channel).update(
+        seq=seq, updated_at=timezone.now()
+    )
+    if not updated:
+        try:
+            with transaction.atomic():
+                Cursor.objects.create(agent=agent, channel=channel, seq=seq)
+        except IntegrityError:  # created concurrently (PostgreSQL): set it
+            Cursor.objects.filter(agent=agent, channel=channel).update(seq=seq)
+
+
+def cursor_get(*, agent: Agent, channel: Channel) -> int:
+    return (
+        Cursor.objects.filter(agent=agent, channel=channel).values_list("seq", flat=True).first()
+        or 0
+    )
+
+
+def messages_read(
+    *, channel: Channel, agent: Agent, advance_if_empty: bool = True
+) -> tuple[list[Message], int]:
+    """SPEC §5/§8: relevant messages after the cursor; the cursor moves to the channel's max.
+
+    With ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
+    returned, so a wait that times out leaves it where it was.
+    """
+    last_seq = channel_last_seq(channel.pk)
+    cursor = cursor_get(agent=agent, channel=channel)
+    if cursor >= last_seq:
+        return [], cursor  # nothing new: no write transaction
+    if not advance_if_empty and not messages_relevant(
+        channel=channel, name=agent.name, after=cursor, upto=last_seq
+    ):
+        return [], cursor
+    with write_atomic():
+        # Re-read inside the write transaction: the counter row and every message up to it are
+        # committed together, so nothing at or below last_seq can appear later.
+        last_seq = channel_last_seq(channel.pk)
+        cursor = cursor_get(agent=agent, channel=channel)
+        messages = messages_relevant(channel=channel, name=agent.name, after=cursor, upto=last_seq)
+        if last_seq > cursor and (messages or advance_if_empty):
+            _cursor_set(agent=agent, channel=channel, seq=last_seq)
+            cursor = last_seq
+    return messages, cursor
+
+
+@write_atomic()
+def cursor_ack(*, channel: Channel, agent: Agent, seq: int | None = None) -> int:
+    """Set the cursor without reading (IASP CQS); default: the channel's max. Raises INVALID_SEQ."""
+    last_seq = channel_last_seq(channel.pk)
+    if seq is None:
+        seq = last_seq
+    if not 0 <= seq <= last_seq:
+        raise AppError(
+            "INVALID_SEQ",
+            f"seq must be between 0 and the channel's last seq ({last_seq})",
+            detail={"seq": seq, "last_seq": last_seq},
+        )
+    _cursor_set(agent=agent, channel=channel, seq=seq)
+    return seq
+
+
+@write_atomic()
+def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
+    """Exactly one agent claims a marker; the unique row decides. Raises INVALID_NAME,
+    MARKER_ALREADY_CLAIMED."""
+    if not is_record_id(marker, max_length=128):
+        raise AppError(
+            "INVALID_NAME",
+            "marker must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters",
+            detail={"field": "marker"},
+        )
+    existing = MarkerClaim.objects.filter(channel=channel, marker=marker).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return MarkerClaim.objects.create(channel=channel, marker=marker, owner=owner)
+        except IntegrityError:
+            existing = MarkerClaim.objects.get(channel=channel, marker=marker)
+    raise AppError(
+        "MARKER_ALREADY_CLAIMED",
+        f"marker {marker!r} is already claimed by {existing.owner}",
+        detail={"marker": marker, "owner": existing.owner},
+    )
