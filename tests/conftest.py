@@ -1,0 +1,183 @@
+"""Shared fixtures.
+
+- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → a DRF APIClient with its token.
+- ``live_server_proc``: a real daphne process on the test database (session-wide). Tests that
+  talk to it need ``transactional_db`` so their rows are committed and visible to it.
+- ``require_service(kind)``: skip when PostgreSQL/Redis is absent, but fail when
+  AGENTCHAT_REQUIRE_SERVICES=1 (CI), so a missing service can never pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from agentchat.core.models import Agent
+from agentchat.core.services import agent_get_or_create, token_create
+from agentchat.serve import daphne_command
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRE_SERVICES = os.environ.get("AGENTCHAT_REQUIRE_SERVICES") == "1"
+
+
+def require_service(kind: str, reachable: bool, why: str) -> None:
+    if reachable:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{kind} is required here (AGENTCHAT_REQUIRE_SERVICES=1): {why}")
+    pytest.skip(f"{kind} not available: {why}")
+
+
+def redis_url_for_tests() -> str:
+    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+
+
+def redis_reachable(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except Exception:
+        return False
+
+
+@pytest.fixture
+def make_agent(db: Any) -> Callable[[str], tuple[Agent, str]]:
+    def make(name: str) -> tuple[Agent, str]:
+        agent = agent_get_or_create(name=name)
+        return agent, token_create(agent=agent)
+
+    return make
+
+
+@pytest.fixture
+def api_for(make_agent: Callable[[str], tuple[Agent, str]]) -> Callable[[str], APIClient]:
+    def client(name: str) -> APIClient:
+        _, token = make_agent(name)
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        return api
+
+    return client
+
+
+class FakeClock:
+    """A controllable ``agentchat.core.clock.now``: starts at the real now, moves on ``advance``."""
+
+    def __init__(self) -> None:
+        from django.utils import timezone
+
+        self.current = timezone.now()
+
+    def __call__(self) -> Any:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        from datetime import timedelta
+
+        self.current += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    from agentchat.core import clock as clock_module
+
+    fake = FakeClock()
+    monkeypatch.setattr(clock_module, "now", fake)
+    return fake
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The URL of the database the tests run on (the test database), for a server process."""
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+class ServerProcess:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        full_env = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
+        self.log = open(ROOT / "var" / f"server-{self.port}.log", "w+b")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            daphne_command("127.0.0.1", self.port, access_log=False),
+            cwd=ROOT,
+            env=full_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.output()}")
+            try:
+                httpx.get(self.url + "/", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not start: {self.output()}")
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self, timeout: float = 10) -> float:
+        """SIGTERM, then SIGKILL after ``timeout``; returns the seconds it took to exit."""
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return float("inf")
+        self.log.close()
+        return time.monotonic() - started
+
+    def threads(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/task"))
+
+
+@pytest.fixture(scope="session")
+def live_server_proc(django_db_setup: Any, django_db_blocker: Any) -> Iterator[ServerProcess]:
+    with django_db_blocker.unblock():
+        server = ServerProcess()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live(live_server_proc: ServerProcess, transactional_db: Any) -> ServerProcess:
+    return live_server_proc
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+# Keep sys.path sane for `python -m pytest` from anywhere.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
