@@ -113,6 +113,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # One test database per test run, so parallel runs on one server do not collide.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}_{os.getpid()}")
+    }
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("DB_POOL_MAX", "10")),
@@ -144,7 +148,8 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -28,7 +28,7 @@ class RecipientsField(serializers.JSONField):
 
 
 class ChannelCreateInput(StrictSerializer):
-    name = StrictCharField(trim_whitespace=False)
+    name = StrictCharField(trim_whitespace=False, allow_blank=True)
     topic = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
     members = StrictListField(child=StrictCharField(), required=False, default=list)
 
