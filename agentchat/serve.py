@@ -1,13 +1,21 @@
-"""Start the server: ``python -m agentchat.serve [--host H] [--port P]``.
+"""Start the server: ``python -m agentchat.serve [--host H] [--port P] [--no-access-log]``.
 
 One place for daphne's flags, used by ``make run``, the tests and the benchmarks alike.
+
+Daphne runs in this process and the process leaves with ``os._exit`` once daphne has stopped.
+A plain interpreter exit joins every worker thread, and a request thread that was waiting on
+the (now stopped) event loop never finishes: SIGTERM with posts in flight hung the server
+forever. Such a thread had not committed anything the client was told about, so leaving it
+behind loses nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+import threading
 
 DAPHNE_FLAGS = [
     # Bounded websocket messages (daphne < 4.2.2 left them unbounded) and frames.
@@ -21,19 +29,37 @@ DAPHNE_FLAGS = [
 
 
 def daphne_command(host: str, port: int, *, access_log: bool = True) -> list[str]:
-    command = [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *DAPHNE_FLAGS]
-    if not access_log:
-        command += ["--access-log", os.devnull]
-    return [*command, "agentchat.asgi:application"]
+    """The command line that starts a server process."""
+    command = [sys.executable, "-m", "agentchat.serve", "--host", host, "--port", str(port)]
+    return command if access_log else [*command, "--no-access-log"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description="Run the AgentChat server (daphne).")
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--no-access-log", action="store_true")
     args = parser.parse_args(argv)
-    command = daphne_command(args.host, args.port)
-    os.execv(command[0], command)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentchat.settings")
+
+    from daphne.cli import CommandLineInterface
+
+    daphne_args = ["-b", args.host, "-p", str(args.port), *DAPHNE_FLAGS]
+    if args.no_access_log:
+        daphne_args += ["--access-log", os.devnull]
+    code = 0
+    try:
+        CommandLineInterface().run([*daphne_args, "agentchat.asgi:application"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if stuck:
+        logging.getLogger("agentchat.serve").warning(
+            "stopped; leaving %d request thread(s) that waited on the stopped loop", len(stuck)
+        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""Project-level behaviour: settings guards, the front page, the schema, the token command."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from agentchat.core.models import Agent, ApiToken, token_digest
+
+
+@pytest.mark.django_db
+def test_sqlite_runs_in_wal_with_immediate_transactions():
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite-only guard; this run is on " + connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        assert cursor.fetchone()[0] == "wal"
+        cursor.execute("PRAGMA busy_timeout")
+        assert cursor.fetchone()[0] >= 20000
+    assert connection.transaction_mode == "IMMEDIATE"
+
+
+@pytest.mark.django_db
+def test_postgresql_uses_a_pool_and_no_persistent_connections():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL-only guard; this run is on " + connection.vendor)
+    assert connection.settings_dict["CONN_MAX_AGE"] == 0
+    assert connection.settings_dict["OPTIONS"]["pool"]["max_size"] >= 4
+
+
+def test_front_page_names_server_version_and_docs(client):
+    r = client.get("/")
+    assert r.status_code == 200
+    text = r.content.decode()
+    assert "AgentChat server" in text
+    assert "0.1.0" in text
+    assert "/api/v1/docs/" in text
+
+
+def test_unknown_page_is_a_friendly_404(client):
+    r = client.get("/nothing")
+    assert r.status_code == 404
+    assert "/api/v1/docs/" in r.content.decode()
+
+
+@pytest.mark.django_db
+def test_openapi_schema_and_offline_docs(client):
+    r = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert r.status_code == 200
+    import json
+
+    schema = json.loads(r.content)
+    assert schema["openapi"].startswith("3.")
+    assert "/api/v1/channels/{name}/messages/" in schema["paths"]
+    docs = client.get("/api/v1/docs/").content.decode()
+    assert "swagger-ui" in docs
+    assert "cdn" not in docs.lower()  # assets are served locally (sidecar)
+
+
+@pytest.mark.django_db
+def test_create_agent_token_prints_only_the_token_and_stores_its_hash():
+    out = io.StringIO()
+    call_command("create_agent_token", "zed", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1
+    token = lines[0]
+    assert ApiToken.objects.get(agent__name="zed").digest == token_digest(token)
+    call_command("create_agent_token", "zed", stdout=io.StringIO())
+    assert Agent.objects.filter(name="zed").count() == 1
+    assert ApiToken.objects.filter(agent__name="zed").count() == 2
+
+
+@pytest.mark.django_db
+def test_create_agent_token_refuses_a_bad_name():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="INVALID_NAME"):
+        call_command("create_agent_token", "Bad Name", stdout=io.StringIO())
+    assert not Agent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_revoke_agent_tokens():
+    call_command("create_agent_token", "yan", stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("revoke_agent_tokens", "yan", stdout=out)
+    assert "revoked 1" in out.getvalue()
+    assert not ApiToken.objects.filter(revoked_at__isnull=True).exists()
