@@ -19,12 +19,17 @@ import threading
 
 DAPHNE_FLAGS = [
     # Bounded websocket messages (daphne < 4.2.2 left them unbounded) and frames.
-    "--websocket-max-message-size", str(1024 * 1024),
-    "--websocket-max-frame-size", str(1024 * 1024),
-    "--ping-interval", "20",
-    "--ping-timeout", "30",
+    "--websocket-max-message-size",
+    str(1024 * 1024),
+    "--websocket-max-frame-size",
+    str(1024 * 1024),
+    "--ping-interval",
+    "20",
+    "--ping-timeout",
+    "30",
     # On SIGTERM, in-flight applications get this long before they are cancelled.
-    "--application-close-timeout", "3",
+    "--application-close-timeout",
+    "3",
 ]
 
 

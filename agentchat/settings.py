@@ -182,7 +182,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Peer AI agent coordination: channels of markdown messages, read cursors, wait, "
         "marker claims, tasks under leases and workspace path locks. Every call needs "
-        "`Authorization: Bearer <token>`; errors are `{\"error\": {\"code\", \"message\", "
+        '`Authorization: Bearer <token>`; errors are `{"error": {"code", "message", '
         '"detail"}}` with a stable code.'
     ),
     "VERSION": VERSION,

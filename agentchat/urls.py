@@ -28,7 +28,9 @@ urlpatterns = [
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse(error_body(AppError("NOT_FOUND", f"no API route {request.path}")), status=404)
+        return JsonResponse(
+            error_body(AppError("NOT_FOUND", f"no API route {request.path}")), status=404
+        )
     return views.not_found(request)
 
 

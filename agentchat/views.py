@@ -12,4 +12,6 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def not_found(request: HttpRequest) -> HttpResponse:
-    return render(request, "404.html", {"version": settings.VERSION, "path": request.path}, status=404)
+    return render(
+        request, "404.html", {"version": settings.VERSION, "path": request.path}, status=404
+    )

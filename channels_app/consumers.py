@@ -53,11 +53,16 @@ def ring_may_concern(event: dict[str, Any], name: str) -> bool:
 
 async def _send_json(send: Any, status: int, body: dict[str, Any]) -> None:
     payload = json.dumps(body).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -95,7 +100,9 @@ class ChannelWaitConsumer:
         waiting = asyncio.ensure_future(self.wait(channel, agent, timeout))
         disconnected = asyncio.ensure_future(self._disconnect(receive))
         try:
-            done, _ = await asyncio.wait({waiting, disconnected}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {waiting, disconnected}, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             for task in (waiting, disconnected):
                 task.cancel()
@@ -129,7 +136,9 @@ class ChannelWaitConsumer:
                         ring = await asyncio.wait_for(layer.receive(inbox), remaining)
                     except TimeoutError:
                         continue
-                    if ring.get("type") == EVENT_TYPE and ring_may_concern(ring["event"], agent.name):
+                    if ring.get("type") == EVENT_TYPE and ring_may_concern(
+                        ring["event"], agent.name
+                    ):
                         break
         finally:
             await asyncio.shield(layer.group_discard(group, inbox))
@@ -173,7 +182,9 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
     async def catch_up(self) -> None:
         fetch = db_call(messages_after)
         while True:
-            messages = await fetch(channel=self.channel_row, after=self.last_sent, limit=REPLAY_PAGE)
+            messages = await fetch(
+                channel=self.channel_row, after=self.last_sent, limit=REPLAY_PAGE
+            )
             for message in messages:
                 await self.send_json({"type": "message", "message": message_to_dict(message)})
                 self.last_sent = message.seq

@@ -97,7 +97,9 @@ class Cursor(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["agent", "channel"], name="cursor_agent_channel_unique"),
+            models.UniqueConstraint(
+                fields=["agent", "channel"], name="cursor_agent_channel_unique"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,9 +18,7 @@ def channel_get(name: str) -> Channel:
     """Raises CHANNEL_NOT_FOUND."""
     channel = Channel.objects.filter(name=name).first()
     if channel is None:
-        raise AppError(
-            "CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name}
-        )
+        raise AppError("CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name})
     return channel
 
 
@@ -50,10 +48,14 @@ def messages_relevant(*, channel: Channel, name: str, after: int, upto: int) -> 
 
 
 def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> list[Message]:
-    return _attach(Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:limit], channel)
+    return _attach(
+        Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:limit], channel
+    )
 
 
-def message_peek(*, channel: Channel, after: int | None = None, limit: int = PEEK_DEFAULT) -> list[Message]:
+def message_peek(
+    *, channel: Channel, after: int | None = None, limit: int = PEEK_DEFAULT
+) -> list[Message]:
     """The last ``limit`` messages, or the first ``limit`` after ``after``; ascending by seq."""
     if after is not None:
         return messages_after(channel=channel, after=after, limit=limit)
@@ -63,8 +65,14 @@ def message_peek(*, channel: Channel, after: int | None = None, limit: int = PEE
 
 
 def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
-    rows = Message.objects.filter(channel=channel, seq__gt=cursor).filter(relevant_filter(agent.name))
-    return sum(1 for sender, to in rows.values_list("sender", "to") if sender != agent.name and (not to or agent.name in to))
+    rows = Message.objects.filter(channel=channel, seq__gt=cursor).filter(
+        relevant_filter(agent.name)
+    )
+    return sum(
+        1
+        for sender, to in rows.values_list("sender", "to")
+        if sender != agent.name and (not to or agent.name in to)
+    )
 
 
 def channel_list(*, agent: Agent) -> list[dict[str, Any]]:

@@ -41,9 +41,7 @@ def _check_text(field: str, value: str, *, single_line: bool = False) -> None:
     if "\x00" in value:
         raise AppError("INVALID_VALUE", f"{field} must not contain NUL", detail={"field": field})
     if single_line and ("\n" in value or "\r" in value):
-        raise AppError(
-            "INVALID_VALUE", f"{field} must be a single line", detail={"field": field}
-        )
+        raise AppError("INVALID_VALUE", f"{field} must be a single line", detail={"field": field})
 
 
 def members_normalize(members: Iterable[str]) -> list[str]:

@@ -10,7 +10,9 @@ def test_live_server_posts_and_reads(live, make_agent):
     _, bob = make_agent("bob")
     r = httpx.post(f"{live.url}/api/v1/channels/", json={"name": "smoke"}, headers=auth(alice))
     assert r.status_code == 201, r.text
-    r = httpx.post(f"{live.url}/api/v1/channels/smoke/messages/", json={"title": "hi"}, headers=auth(alice))
+    r = httpx.post(
+        f"{live.url}/api/v1/channels/smoke/messages/", json={"title": "hi"}, headers=auth(alice)
+    )
     assert r.status_code == 201
     r = httpx.post(f"{live.url}/api/v1/channels/smoke/read/", headers=auth(bob))
     assert r.json()["cursor"] == 1

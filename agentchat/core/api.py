@@ -68,7 +68,9 @@ def field_size_check(name: str, value: str) -> None:
     limit = settings.AGENTCHAT_MAX_FIELD_BYTES
     if len(value) > limit // 4 and len(value.encode("utf-8", "surrogatepass")) > limit:
         raise AppError(
-            "FIELD_TOO_LARGE", f"{name} is over {limit} bytes", detail={"field": name, "limit": limit}
+            "FIELD_TOO_LARGE",
+            f"{name} is over {limit} bytes",
+            detail={"field": name, "limit": limit},
         )
 
 
@@ -78,7 +80,9 @@ def json_check_finite(name: str, value: Any) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, float) and not math.isfinite(item):
-            raise AppError("INVALID_TYPE", f"{name} contains a non-finite number", detail={"field": name})
+            raise AppError(
+                "INVALID_TYPE", f"{name} contains a non-finite number", detail={"field": name}
+            )
         if isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
@@ -218,7 +222,9 @@ def as_app_error(exc: Exception) -> AppError | None:
     if isinstance(exc, AppError):
         return exc
     if isinstance(exc, exceptions.NotAuthenticated):
-        return AppError("AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>")
+        return AppError(
+            "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
+        )
     if isinstance(exc, exceptions.AuthenticationFailed):
         return AppError("AUTH_INVALID", str(exc.detail))
     if isinstance(exc, exceptions.ParseError):

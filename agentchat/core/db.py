@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from channels.db import database_sync_to_async
-
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 

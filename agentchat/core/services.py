@@ -34,7 +34,9 @@ def token_revoke(*, token: ApiToken) -> None:
 def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
     """Resolve a bearer token. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
     if not raw:
-        raise AppError("AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>")
+        raise AppError(
+            "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
+        )
     token = (
         ApiToken.objects.select_related("agent")
         .filter(digest=token_digest(raw), revoked_at__isnull=True)

@@ -65,7 +65,9 @@ class MessagePostInput(StrictSerializer):
     correlation_id = StrictCharField(required=False, default="", max_length=128)
     data = AnyJSONField(required=False, allow_null=True, default=None)
     content_type = StrictCharField(required=False, default="", max_length=200)
-    metadata = StrictDictField(child=StrictCharField(allow_blank=True), required=False, default=dict)
+    metadata = StrictDictField(
+        child=StrictCharField(allow_blank=True), required=False, default=dict
+    )
 
 
 MessagePostInput._declared_fields["from"] = StrictCharField(

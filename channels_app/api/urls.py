@@ -5,8 +5,14 @@ from channels_app.api import views
 urlpatterns = [
     path("channels/", views.ChannelListCreateApi.as_view(), name="channel-list"),
     path("channels/<str:name>/", views.ChannelDetailApi.as_view(), name="channel-detail"),
-    path("channels/<str:name>/messages/", views.MessageListPostApi.as_view(), name="channel-messages"),
+    path(
+        "channels/<str:name>/messages/", views.MessageListPostApi.as_view(), name="channel-messages"
+    ),
     path("channels/<str:name>/read/", views.ReadApi.as_view(), name="channel-read"),
     path("channels/<str:name>/ack/", views.AckApi.as_view(), name="channel-ack"),
-    path("channels/<str:name>/claims/<str:marker>/", views.MarkerClaimApi.as_view(), name="channel-claim"),
+    path(
+        "channels/<str:name>/claims/<str:marker>/",
+        views.MarkerClaimApi.as_view(),
+        name="channel-claim",
+    ),
 ]

@@ -15,31 +15,48 @@ from channels_app import selectors, services
 from channels_app.api import serializers as s
 
 
-def parse_int_param(request: Request, name: str, *, code: str, minimum: int = 0,
-                    maximum: int | None = None, default: int | None = None) -> int | None:
+def parse_int_param(
+    request: Request,
+    name: str,
+    *,
+    code: str,
+    minimum: int = 0,
+    maximum: int | None = None,
+    default: int | None = None,
+) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
     if not raw.isdigit() or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
         bound = f" and at most {maximum}" if maximum is not None else ""
-        raise AppError(code, f"{name} must be an integer of at least {minimum}{bound}",
-                       detail={"field": name, "value": raw})
+        raise AppError(
+            code,
+            f"{name} must be an integer of at least {minimum}{bound}",
+            detail={"field": name, "value": raw},
+        )
     return int(raw)
 
 
 def check_sender(request: Request, data: dict[str, Any]) -> None:
     claimed = data.pop("from", None)
     if claimed is not None and claimed != request.user.name:
-        raise AppError("SENDER_MISMATCH", f"the token belongs to {request.user.name!r}, not {claimed!r}",
-                       detail={"from": claimed, "agent": request.user.name})
+        raise AppError(
+            "SENDER_MISMATCH",
+            f"the token belongs to {request.user.name!r}, not {claimed!r}",
+            detail={"from": claimed, "agent": request.user.name},
+        )
 
 
 class ChannelListCreateApi(APIView):
-    @extend_schema(responses=s.ChannelListOutput, summary="List channels with the caller's unread counts")
+    @extend_schema(
+        responses=s.ChannelListOutput, summary="List channels with the caller's unread counts"
+    )
     def get(self, request: Request) -> Response:
         return Response({"channels": selectors.channel_list(agent=request.user)})
 
-    @extend_schema(request=s.ChannelCreateInput, responses={201: s.ChannelOutput}, summary="Create a channel")
+    @extend_schema(
+        request=s.ChannelCreateInput, responses={201: s.ChannelOutput}, summary="Create a channel"
+    )
     def post(self, request: Request) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
         channel = services.channel_create(created_by=request.user.name, **data)
@@ -56,7 +73,9 @@ class ChannelDetailApi(APIView):
         data["unread"] = selectors.unread_count(channel=channel, agent=request.user, cursor=cursor)
         return Response(data)
 
-    @extend_schema(request=s.ChannelUpdateInput, responses=s.ChannelOutput, summary="Update topic or members")
+    @extend_schema(
+        request=s.ChannelUpdateInput, responses=s.ChannelOutput, summary="Update topic or members"
+    )
     def patch(self, request: Request, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
         channel = services.channel_update(channel=selectors.channel_get(name), **data)
@@ -66,23 +85,40 @@ class ChannelDetailApi(APIView):
 class MessageListPostApi(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("after", int, description="return messages after this seq (ascending)"),
-            OpenApiParameter("limit", int, description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}"),
+            OpenApiParameter(
+                "after", int, description="return messages after this seq (ascending)"
+            ),
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
+            ),
         ],
         responses=s.MessageListOutput,
         summary="Peek or replay messages; never moves the cursor",
     )
     def get(self, request: Request, name: str) -> Response:
         after = parse_int_param(request, "after", code="INVALID_SEQ")
-        limit = parse_int_param(request, "limit", code="INVALID_VALUE", minimum=1,
-                                maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
+        limit = parse_int_param(
+            request,
+            "limit",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=selectors.PEEK_MAX,
+            default=selectors.PEEK_DEFAULT,
+        )
         channel = selectors.channel_get(name)
         messages = selectors.message_peek(channel=channel, after=after, limit=limit)
         cursor = services.cursor_get(agent=request.user, channel=channel)
-        return Response({"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor})
+        return Response(
+            {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
+        )
 
-    @extend_schema(request=s.MessagePostInput, responses={201: s.MessageOutput, 200: s.MessageOutput},
-                   summary="Post a message (201; 200 for an idempotent retry with the same id)")
+    @extend_schema(
+        request=s.MessagePostInput,
+        responses={201: s.MessageOutput, 200: s.MessageOutput},
+        summary="Post a message (201; 200 for an idempotent retry with the same id)",
+    )
     def post(self, request: Request, name: str) -> Response:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
@@ -90,34 +126,55 @@ class MessageListPostApi(APIView):
         message, created = services.message_post(
             channel=channel, sender=request.user.name, message_id=data.pop("id", None), **data
         )
-        return Response(selectors.message_to_dict(message),
-                        status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+        return Response(
+            selectors.message_to_dict(message),
+            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
+        )
 
 
 class ReadApi(APIView):
-    @extend_schema(request=None, responses=s.MessageListOutput,
-                   summary="Read relevant messages after the cursor and advance it to the channel's max")
+    @extend_schema(
+        request=None,
+        responses=s.MessageListOutput,
+        summary="Read relevant messages after the cursor and advance it to the channel's max",
+    )
     def post(self, request: Request, name: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name)
         messages, cursor = services.messages_read(channel=channel, agent=request.user)
-        return Response({"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor})
+        return Response(
+            {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
+        )
 
 
 class AckApi(APIView):
-    @extend_schema(request=s.AckInput, responses=s.AckOutput, summary="Move the cursor without reading")
+    @extend_schema(
+        request=s.AckInput, responses=s.AckOutput, summary="Move the cursor without reading"
+    )
     def post(self, request: Request, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
         channel = selectors.channel_get(name)
-        return Response({"cursor": services.cursor_ack(channel=channel, agent=request.user, seq=data["seq"])})
+        return Response(
+            {"cursor": services.cursor_ack(channel=channel, agent=request.user, seq=data["seq"])}
+        )
 
 
 class MarkerClaimApi(APIView):
-    @extend_schema(request=None, responses=s.ClaimOutput,
-                   summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED")
+    @extend_schema(
+        request=None,
+        responses=s.ClaimOutput,
+        summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
+    )
     def post(self, request: Request, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name)
         claim = services.marker_claim(channel=channel, marker=marker, owner=request.user.name)
-        return Response({"channel": channel.name, "marker": claim.marker, "owner": claim.owner,
-                         "claimed_at": claim.claimed_at.isoformat()}, status=http.HTTP_201_CREATED)
+        return Response(
+            {
+                "channel": channel.name,
+                "marker": claim.marker,
+                "owner": claim.owner,
+                "claimed_at": claim.claimed_at.isoformat(),
+            },
+            status=http.HTTP_201_CREATED,
+        )

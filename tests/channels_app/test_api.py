@@ -28,7 +28,11 @@ def carol(api_for):
 
 @pytest.fixture
 def review(alice):
-    r = alice.post("/api/v1/channels/", {"name": "review", "members": ["alice", "bob"], "topic": "schema"}, format="json")
+    r = alice.post(
+        "/api/v1/channels/",
+        {"name": "review", "members": ["alice", "bob"], "topic": "schema"},
+        format="json",
+    )
     assert r.status_code == 201, r.content
     return r.json()
 
@@ -64,7 +68,9 @@ def test_create_existing_channel_fails_even_with_other_case(alice, review):
     assert Channel.objects.count() == 1
 
 
-@pytest.mark.parametrize("name", ["", "-x", ".hidden", "_meta", "a/b", "a b", "ü", "x" * 65, "a:b", "..", "state.md"])
+@pytest.mark.parametrize(
+    "name", ["", "-x", ".hidden", "_meta", "a/b", "a b", "ü", "x" * 65, "a:b", "..", "state.md"]
+)
 def test_bad_channel_names_are_refused(alice, name):
     r = alice.post("/api/v1/channels/", {"name": name}, format="json")
     assert r.status_code == 400
@@ -95,7 +101,9 @@ def test_list_shows_topic_members_last_seq_and_unread(alice, bob, review):
 
 
 def test_show_and_update_channel(alice, review):
-    r = alice.patch("/api/v1/channels/review/", {"topic": "new", "members": ["carol"]}, format="json")
+    r = alice.patch(
+        "/api/v1/channels/review/", {"topic": "new", "members": ["carol"]}, format="json"
+    )
     assert r.status_code == 200
     assert r.json()["topic"] == "new"
     assert r.json()["members"] == ["carol"]
@@ -105,8 +113,12 @@ def test_show_and_update_channel(alice, review):
 
 
 def test_unknown_channel_is_404(alice):
-    for r in (alice.get("/api/v1/channels/nope/"), post(alice, "nope", title="x"),
-              alice.post("/api/v1/channels/nope/read/"), alice.get("/api/v1/channels/nope/messages/")):
+    for r in (
+        alice.get("/api/v1/channels/nope/"),
+        post(alice, "nope", title="x"),
+        alice.post("/api/v1/channels/nope/read/"),
+        alice.get("/api/v1/channels/nope/messages/"),
+    ):
         assert r.status_code == 404
         assert error_code(r) == "CHANNEL_NOT_FOUND"
 
@@ -228,8 +240,15 @@ def test_nan_in_data_is_refused(alice, review):
 
 
 def test_data_and_envelope_fields_round_trip(alice, review):
-    m = post(alice, title="x", data={"priority": 2, "list": [1, "a"]}, content_type="application/json",
-             conversation_id="task-42", correlation_id="req-7", metadata={"trace": "abc"}).json()
+    m = post(
+        alice,
+        title="x",
+        data={"priority": 2, "list": [1, "a"]},
+        content_type="application/json",
+        conversation_id="task-42",
+        correlation_id="req-7",
+        metadata={"trace": "abc"},
+    ).json()
     assert m["data"] == {"priority": 2, "list": [1, "a"]}
     assert m["conversation_id"] == "task-42"
     assert m["metadata"] == {"trace": "abc"}
@@ -253,7 +272,9 @@ def test_malformed_json_is_400(alice, review, payload, code):
 
 
 def test_non_json_content_type_is_415(alice, review):
-    r = raw(alice, "/api/v1/channels/review/messages/", b"title=x", "application/x-www-form-urlencoded")
+    r = raw(
+        alice, "/api/v1/channels/review/messages/", b"title=x", "application/x-www-form-urlencoded"
+    )
     assert (r.status_code, error_code(r)) == (415, "UNSUPPORTED_MEDIA_TYPE")
 
 
@@ -320,9 +341,16 @@ def test_peek_returns_last_n_or_after_and_never_moves_cursor(alice, bob, review)
     assert not Cursor.objects.exists()
 
 
-@pytest.mark.parametrize(("query", "code"), [("limit=0", "INVALID_VALUE"), ("limit=1001", "INVALID_VALUE"),
-                                             ("limit=x", "INVALID_VALUE"), ("after=-1", "INVALID_SEQ"),
-                                             ("after=abc", "INVALID_SEQ")])
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ("limit=0", "INVALID_VALUE"),
+        ("limit=1001", "INVALID_VALUE"),
+        ("limit=x", "INVALID_VALUE"),
+        ("after=-1", "INVALID_SEQ"),
+        ("after=abc", "INVALID_SEQ"),
+    ],
+)
 def test_peek_bad_parameters(bob, review, query, code):
     r = bob.get(f"/api/v1/channels/review/messages/?{query}")
     assert (r.status_code, error_code(r)) == (400, code)
@@ -335,14 +363,25 @@ def test_peek_accepts_limit_1000(alice, review):
 def test_ack_moves_cursor_without_reading(alice, bob, review):
     for i in range(3):
         post(alice, title=f"m{i}")
-    assert bob.post("/api/v1/channels/review/ack/", {"seq": 2}, format="json").json() == {"cursor": 2}
+    assert bob.post("/api/v1/channels/review/ack/", {"seq": 2}, format="json").json() == {
+        "cursor": 2
+    }
     assert [m["seq"] for m in bob.post("/api/v1/channels/review/read/").json()["messages"]] == [3]
-    assert bob.post("/api/v1/channels/review/ack/", {"seq": 0}, format="json").json() == {"cursor": 0}
+    assert bob.post("/api/v1/channels/review/ack/", {"seq": 0}, format="json").json() == {
+        "cursor": 0
+    }
     assert bob.post("/api/v1/channels/review/ack/").json() == {"cursor": 3}
 
 
-@pytest.mark.parametrize(("body", "code"), [({"seq": 4}, "INVALID_SEQ"), ({"seq": -1}, "INVALID_SEQ"),
-                                            ({"seq": "1"}, "INVALID_TYPE"), ({"sequence": 1}, "UNKNOWN_FIELD")])
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"seq": 4}, "INVALID_SEQ"),
+        ({"seq": -1}, "INVALID_SEQ"),
+        ({"seq": "1"}, "INVALID_TYPE"),
+        ({"sequence": 1}, "UNKNOWN_FIELD"),
+    ],
+)
 def test_ack_bad_seq(alice, bob, review, body, code):
     post(alice, title="x")
     bob.post("/api/v1/channels/review/ack/", {"seq": 1}, format="json")
@@ -389,8 +428,12 @@ def test_no_token_bad_token_and_revoked_token_are_401(client, make_agent, review
     token_revoke(token=agent.tokens.get())
     r = client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert (r.status_code, error_code(r)) == (401, "AUTH_INVALID")
-    r = client.post("/api/v1/channels/review/messages/", {"title": "x"}, content_type="application/json",
-                    HTTP_AUTHORIZATION=f"Bearer {token}")
+    r = client.post(
+        "/api/v1/channels/review/messages/",
+        {"title": "x"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert r.status_code == 401
     assert not Message.objects.exists()
 

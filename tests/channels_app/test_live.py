@@ -43,7 +43,9 @@ def test_concurrent_posts_get_exactly_seqs_1_to_400(live, make_agent):
     seqs = sorted(s for _, sq in results for s in sq)
     assert statuses == [201] * 400
     assert seqs == list(range(1, 401))
-    stored = list(Message.objects.filter(channel__name="race").order_by("seq").values_list("seq", flat=True))
+    stored = list(
+        Message.objects.filter(channel__name="race").order_by("seq").values_list("seq", flat=True)
+    )
     assert stored == list(range(1, 401))
     assert Channel.objects.get(name="race").last_seq == 400
     assert "database is locked" not in live.output()
@@ -57,7 +59,9 @@ def test_concurrent_idempotent_retries_store_one_message(live, make_agent):
     def send(_):
         with httpx.Client(base_url=live.url, headers=auth(token), timeout=60) as http:
             barrier.wait()
-            r = http.post("/api/v1/channels/idem/messages/", json={"title": "once", "id": "retry-1"})
+            r = http.post(
+                "/api/v1/channels/idem/messages/", json={"title": "once", "id": "retry-1"}
+            )
             return r.status_code, r.json()["seq"]
 
     with ThreadPoolExecutor(8) as pool:
@@ -92,7 +96,9 @@ def test_sixteen_concurrent_marker_claimants_have_one_winner(live, make_agent):
 
 
 async def _wait(live, token, channel, timeout):
-    async with httpx.AsyncClient(base_url=live.url, headers=auth(token), timeout=timeout + 10) as http:
+    async with httpx.AsyncClient(
+        base_url=live.url, headers=auth(token), timeout=timeout + 10
+    ) as http:
         r = await http.get(f"/api/v1/channels/{channel}/wait/", params={"timeout": timeout})
         return r.status_code, r.json()
 
@@ -144,8 +150,13 @@ def test_wait_ignores_others_mail_and_own_posts_then_times_out(live, trio):
 
 
 def test_wait_returns_at_once_when_something_is_already_unread(live, trio):
-    httpx.post(f"{live.url}/api/v1/channels/waits/messages/", json={"title": "early"}, headers=auth(trio["alice"]))
+    httpx.post(
+        f"{live.url}/api/v1/channels/waits/messages/",
+        json={"title": "early"},
+        headers=auth(trio["alice"]),
+    )
     status, body = asyncio.run(_wait(live, trio["bob"], "waits", 5))
+    assert status == 200
     assert [m["title"] for m in body["messages"]] == ["early"]
 
 
@@ -160,15 +171,22 @@ def test_wait_then_irrelevant_then_relevant_returns_only_relevant(live, trio):
         return await asyncio.wait_for(waiter, 10)
 
     status, body = asyncio.run(scenario())
+    assert status == 200
     assert [m["title"] for m in body["messages"]] == ["for bob"]
     assert body["cursor"] == 2
 
 
-@pytest.mark.parametrize(("query", "status", "code"), [
-    ("timeout=-1", 400, "INVALID_TIMEOUT"), ("timeout=abc", 400, "INVALID_TIMEOUT"),
-    ("timeout=nan", 400, "INVALID_TIMEOUT"), ("timeout=inf", 400, "INVALID_TIMEOUT"),
-    ("timeout=100000", 400, "INVALID_TIMEOUT"), ("timeout=1&x=2", 400, "UNKNOWN_FIELD"),
-])
+@pytest.mark.parametrize(
+    ("query", "status", "code"),
+    [
+        ("timeout=-1", 400, "INVALID_TIMEOUT"),
+        ("timeout=abc", 400, "INVALID_TIMEOUT"),
+        ("timeout=nan", 400, "INVALID_TIMEOUT"),
+        ("timeout=inf", 400, "INVALID_TIMEOUT"),
+        ("timeout=100000", 400, "INVALID_TIMEOUT"),
+        ("timeout=1&x=2", 400, "UNKNOWN_FIELD"),
+    ],
+)
 def test_wait_bad_parameters(live, trio, query, status, code):
     r = httpx.get(f"{live.url}/api/v1/channels/waits/wait/?{query}", headers=auth(trio["bob"]))
     assert (r.status_code, r.json()["error"]["code"]) == (status, code)
@@ -221,12 +239,25 @@ def test_websocket_streams_new_messages_and_resumes_with_since(live, trio):
     assert [f["message"]["title"] for f in frames] == ["one", "two"]
     assert [f["message"]["seq"] for f in replayed] == [3, 4, 5, 6, 7]
     assert live_frame[0]["message"]["seq"] == 8
-    assert set(frames[0]["message"]) >= {"seq", "id", "channel", "from", "to", "reply_to", "status", "title", "body", "ts"}
+    assert set(frames[0]["message"]) >= {
+        "seq",
+        "id",
+        "channel",
+        "from",
+        "to",
+        "reply_to",
+        "status",
+        "title",
+        "body",
+        "ts",
+    }
 
 
 def test_websocket_big_message_is_read_back_by_seq(live, trio):
     async def scenario():
-        async with websockets.connect(f"{live.ws_url}/ws/channels/waits/?token={trio['bob']}") as ws:
+        async with websockets.connect(
+            f"{live.ws_url}/ws/channels/waits/?token={trio['bob']}"
+        ) as ws:
             await _post(live, trio["alice"], "waits", title="big", body="x" * 100_000)
             await _post(live, trio["alice"], "waits", title="small")
             return await _frames(ws, 2)
@@ -236,18 +267,23 @@ def test_websocket_big_message_is_read_back_by_seq(live, trio):
     assert len(frames[0]["message"]["body"]) == 100_000
 
 
-@pytest.mark.parametrize(("headers", "query"), [
-    ({}, ""),  # no token, no session
-    ({"Authorization": "Bearer nope"}, ""),
-    ({}, "?token=nope"),
-    ({"Origin": "http://evil.example"}, "TOKEN"),
-])
+@pytest.mark.parametrize(
+    ("headers", "query"),
+    [
+        ({}, ""),  # no token, no session
+        ({"Authorization": "Bearer nope"}, ""),
+        ({}, "?token=nope"),
+        ({"Origin": "http://evil.example"}, "TOKEN"),
+    ],
+)
 def test_websocket_handshake_is_refused(live, trio, headers, query):
     query = f"?token={trio['bob']}" if query == "TOKEN" else query
 
     async def scenario():
         with pytest.raises(websockets.exceptions.InvalidStatus) as info:
-            async with websockets.connect(f"{live.ws_url}/ws/channels/waits/{query}", additional_headers=headers):
+            async with websockets.connect(
+                f"{live.ws_url}/ws/channels/waits/{query}", additional_headers=headers
+            ):
                 pass
         return info.value.response.status_code
 
@@ -256,12 +292,16 @@ def test_websocket_handshake_is_refused(live, trio, headers, query):
 
 def test_websocket_allowed_origin_with_token_and_missing_channel(live, trio):
     async def scenario():
-        async with websockets.connect(f"{live.ws_url}/ws/channels/waits/?token={trio['bob']}",
-                                      additional_headers={"Origin": "http://localhost:8000"}) as ws:
+        async with websockets.connect(
+            f"{live.ws_url}/ws/channels/waits/?token={trio['bob']}",
+            additional_headers={"Origin": "http://localhost:8000"},
+        ) as ws:
             await _post(live, trio["alice"], "waits", title="hello")
             frame = await _frames(ws, 1)
         with pytest.raises(websockets.exceptions.InvalidStatus):
-            async with websockets.connect(f"{live.ws_url}/ws/channels/missing/?token={trio['bob']}"):
+            async with websockets.connect(
+                f"{live.ws_url}/ws/channels/missing/?token={trio['bob']}"
+            ):
                 pass
         return frame
 
@@ -275,7 +315,8 @@ def _db_connections(live) -> int:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
             return cursor.fetchone()[0]
     import os
@@ -300,11 +341,16 @@ def test_300_parked_waiters_all_get_one_post_with_bounded_threads_and_connection
         limits = httpx.Limits(max_connections=400, max_keepalive_connections=0)
         async with httpx.AsyncClient(base_url=live.url, timeout=60, limits=limits) as http:
             polls = [
-                asyncio.create_task(http.get("/api/v1/channels/fanout/wait/", params={"timeout": 30}, headers=auth(t)))
+                asyncio.create_task(
+                    http.get(
+                        "/api/v1/channels/fanout/wait/", params={"timeout": 30}, headers=auth(t)
+                    )
+                )
                 for t in readers
             ]
             sockets = [
-                await websockets.connect(f"{live.ws_url}/ws/channels/fanout/?token={t}") for t in readers
+                await websockets.connect(f"{live.ws_url}/ws/channels/fanout/?token={t}")
+                for t in readers
             ]
             await asyncio.sleep(1.5)  # let every long-poll park
             parked_threads = live.threads()

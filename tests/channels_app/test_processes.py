@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -11,7 +12,13 @@ import httpx
 import websockets
 
 from channels_app.models import Message
-from tests.conftest import ServerProcess, auth, redis_reachable, redis_url_for_tests, require_service
+from tests.conftest import (
+    ServerProcess,
+    auth,
+    redis_reachable,
+    redis_url_for_tests,
+    require_service,
+)
 
 
 def test_post_through_one_process_reaches_subscribers_of_another(transactional_db, make_agent):
@@ -26,18 +33,27 @@ def test_post_through_one_process_reaches_subscribers_of_another(transactional_d
         assert r.status_code == 201
 
         async def scenario():
-            async with httpx.AsyncClient(timeout=30) as http:
-                async with websockets.connect(f"{b.ws_url}/ws/channels/multi/?token={bob}") as ws:
-                    waiter = asyncio.create_task(
-                        http.get(f"{b.url}/api/v1/channels/multi/wait/", params={"timeout": 20}, headers=auth(bob))
+            async with (
+                httpx.AsyncClient(timeout=30) as http,
+                websockets.connect(f"{b.ws_url}/ws/channels/multi/?token={bob}") as ws,
+            ):
+                waiter = asyncio.create_task(
+                    http.get(
+                        f"{b.url}/api/v1/channels/multi/wait/",
+                        params={"timeout": 20},
+                        headers=auth(bob),
                     )
-                    await asyncio.sleep(0.5)
-                    posted = await http.post(f"{a.url}/api/v1/channels/multi/messages/",
-                                             json={"title": "across"}, headers=auth(alice))
-                    assert posted.status_code == 201
-                    frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                    waited = await asyncio.wait_for(waiter, 10)
-                    return frame, waited.json()
+                )
+                await asyncio.sleep(0.5)
+                posted = await http.post(
+                    f"{a.url}/api/v1/channels/multi/messages/",
+                    json={"title": "across"},
+                    headers=auth(alice),
+                )
+                assert posted.status_code == 201
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                waited = await asyncio.wait_for(waiter, 10)
+                return frame, waited.json()
 
         frame, waited = asyncio.run(scenario())
         assert frame["message"]["title"] == "across"
@@ -59,23 +75,35 @@ def test_sigterm_with_posts_and_waits_in_flight_exits_within_10_s(transactional_
         with httpx.Client(base_url=server.url, headers=auth(alice), timeout=5) as http:
             while not stop_posting.is_set():
                 try:
-                    r = http.post("/api/v1/channels/stop/messages/", json={"title": "x", "to": "carol"})
+                    r = http.post(
+                        "/api/v1/channels/stop/messages/", json={"title": "x", "to": "carol"}
+                    )
                 except httpx.HTTPError:
                     return
                 if r.status_code == 201:
                     acked.append(r.json()["seq"])
 
     def waiter():
-        try:
-            httpx.get(f"{server.url}/api/v1/channels/stop/wait/", params={"timeout": 60}, headers=auth(bob), timeout=70)
-        except httpx.HTTPError:
-            pass
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.get(
+                f"{server.url}/api/v1/channels/stop/wait/",
+                params={"timeout": 60},
+                headers=auth(bob),
+                timeout=70,
+            )
 
-    threads = [threading.Thread(target=poster) for _ in range(3)] + [threading.Thread(target=waiter) for _ in range(20)]
+    threads = [threading.Thread(target=poster) for _ in range(3)] + [
+        threading.Thread(target=waiter) for _ in range(20)
+    ]
     for t in threads:
         t.start()
+
     async def subscribe():
-        return [await websockets.connect(f"{server.ws_url}/ws/channels/stop/?token={bob}") for _ in range(5)]
+        return [
+            await websockets.connect(f"{server.ws_url}/ws/channels/stop/?token={bob}")
+            for _ in range(5)
+        ]
+
     loop = asyncio.new_event_loop()
     sockets = loop.run_until_complete(subscribe())
     time.sleep(1.0)

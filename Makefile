@@ -1,0 +1,41 @@
+# AgentChat server. `make run` starts the server on http://127.0.0.1:8000; `make test` runs the
+# whole suite. Both create .venv and install requirements.txt on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format bench migrate token clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+
+run: migrate
+	@echo "AgentChat server on http://$(HOST):$(PORT)/  (create a token: $(PY) manage.py create_agent_token NAME)"
+	$(PY) -m agentchat.serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: $(STAMP)
+	$(PY) bench/bench_core.py
+
+clean:
+	rm -rf $(VENV) var/test-*.sqlite3*
