@@ -375,3 +375,27 @@ def test_300_parked_waiters_all_get_one_post_with_bounded_threads_and_connection
     # ... and no database connection (a small pool at most).
     assert parked_connections <= 12, parked_connections
     assert elapsed < 20
+
+
+def test_websocket_accepts_a_signed_in_staff_browser_with_its_origin(live, trio, django_user_model):
+    from django.conf import settings
+    from django.test import Client
+
+    user = django_user_model.objects.create_user("ops", password="pw-123456", is_staff=True)
+    browser = Client()
+    browser.force_login(user)
+    cookie = f"{settings.SESSION_COOKIE_NAME}={browser.cookies[settings.SESSION_COOKIE_NAME].value}"
+    url = f"{live.ws_url}/ws/channels/waits/"
+
+    async def scenario():
+        headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{live.port}"}
+        async with websockets.connect(url, additional_headers=headers) as ws:
+            await _post(live, trio["alice"], "waits", title="seen by ops")
+            frame = await _frames(ws, 1)
+        # the same session without an Origin is not a browser: refused
+        with pytest.raises(websockets.exceptions.InvalidStatus):
+            async with websockets.connect(url, additional_headers={"Cookie": cookie}):
+                pass
+        return frame
+
+    assert asyncio.run(scenario())[0]["message"]["title"] == "seen by ops"
