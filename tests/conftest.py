@@ -119,7 +119,15 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
-        full_env = {**os.environ, "DATABASE_URL": database_url(), **(env or {})}
+        from django.conf import settings
+
+        # The same SECRET_KEY, so sessions signed here are valid there.
+        full_env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "SECRET_KEY": settings.SECRET_KEY,
+            **(env or {}),
+        }
         self.log = open(ROOT / "var" / f"server-{self.port}.log", "w+b")  # noqa: SIM115
         self.proc = subprocess.Popen(
             daphne_command("127.0.0.1", self.port, access_log=False),
