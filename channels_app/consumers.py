@@ -86,7 +86,7 @@ class ChannelWaitConsumer:
             if not message.get("more_body"):
                 break
         try:
-            if scope["method"] not in {"GET", "HEAD"}:
+            if scope["method"] != "GET":
                 raise AppError("METHOD_NOT_ALLOWED", f"method {scope['method']} not allowed")
             timeout = parse_timeout(scope_query(scope).get("timeout"))
             unknown = sorted(set(scope_query(scope)) - {"timeout"})

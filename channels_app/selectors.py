@@ -65,13 +65,12 @@ def message_peek(
 
 
 def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
-    rows = Message.objects.filter(channel=channel, seq__gt=cursor).filter(
-        relevant_filter(agent.name)
-    )
-    return sum(
-        1
-        for sender, to in rows.values_list("sender", "to")
-        if sender != agent.name and (not to or agent.name in to)
+    # Exact in SQL: recipient lists hold validated lowercase names, so LIKE's ASCII case
+    # folding on SQLite cannot match a different name (and Django escapes % and _).
+    return (
+        Message.objects.filter(channel=channel, seq__gt=cursor)
+        .filter(relevant_filter(agent.name))
+        .count()
     )
 
 
