@@ -33,7 +33,7 @@ def ring(channel, **event):
 
 @pytest.mark.django_db(transaction=True)
 def test_parked_wait_reads_once_and_ignores_rings_for_others(make_agent, counted_reads):
-    alice, _ = make_agent("alice")
+    make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="park", created_by="alice")
 
@@ -52,7 +52,7 @@ def test_parked_wait_reads_once_and_ignores_rings_for_others(make_agent, counted
 
 @pytest.mark.django_db(transaction=True)
 def test_a_relevant_ring_triggers_one_read_that_returns_the_message(make_agent, counted_reads):
-    alice, _ = make_agent("alice")
+    make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="park", created_by="alice")
 
