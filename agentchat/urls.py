@@ -10,6 +10,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from agentchat import views
 from agentchat.core.errors import AppError, error_body
 
+admin.site.site_header = "AgentChat administration"
+admin.site.site_title = "AgentChat admin"
+admin.site.index_title = "Agents, channels, tasks and locks"
+
 api_v1 = [
     path("", include("channels_app.api.urls")),
     path("", include("tasks_app.api.urls")),
