@@ -1,0 +1,100 @@
+"""Input and output shapes of the path-lock API.
+
+Inputs are strict (unknown fields refused). ``paths``, ``lease_seconds`` and ``reason`` are
+taken as raw JSON and validated by the services, which own the PATH_LOCK_* codes and the
+reference's order of checks (state before duration).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from agentchat.core.api import StrictSerializer
+
+
+class RawJSONField(serializers.Field):
+    """Any JSON value, passed through unchanged (null included) for the service to judge."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 1})
+class PathsField(RawJSONField):
+    pass
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class LeaseSecondsField(RawJSONField):
+    pass
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ReasonField(RawJSONField):
+    pass
+
+
+class LockCreateInput(StrictSerializer):
+    paths = PathsField(
+        required=False,
+        default=None,
+        help_text="workspace-relative paths or glob patterns; a trailing / marks a directory",
+    )
+    lease_seconds = LeaseSecondsField(
+        required=False, default=300, help_text="positive finite seconds (default 300)"
+    )
+
+
+class LockCheckInput(StrictSerializer):
+    paths = PathsField(required=False, default=None)
+
+
+class LockRecoverInput(StrictSerializer):
+    reason = ReasonField(required=False, default=None, help_text="non-empty, single line")
+    lease_seconds = LeaseSecondsField(required=False, default=300)
+
+
+class LockPathOutput(serializers.Serializer):
+    display_path = serializers.CharField(help_text="the path as sent")
+    kind = serializers.ChoiceField(choices=["file", "directory"])
+    normalized_path = serializers.CharField()
+
+
+class LockOutput(serializers.Serializer):
+    channel = serializers.CharField()
+    expires_at = serializers.CharField(help_text="2026-11-29T15:46:20.000000+00:00")
+    lock_id = serializers.CharField()
+    locked_at = serializers.CharField()
+    owner = serializers.CharField()
+    paths = LockPathOutput(many=True)
+    previous_expires_at = serializers.CharField(allow_null=True)
+    previous_owner = serializers.CharField(allow_null=True)
+    recovery_reason = serializers.CharField(allow_null=True)
+    updated_at = serializers.CharField()
+
+
+class LockListOutput(serializers.Serializer):
+    locks = LockOutput(many=True)
+
+
+class LockConflictOutput(serializers.Serializer):
+    lock_id = serializers.CharField()
+    owner = serializers.CharField()
+    expires_at = serializers.CharField()
+    expired = serializers.BooleanField()
+    paths = LockPathOutput(many=True)
+
+
+class LockCheckOutput(serializers.Serializer):
+    conflicts = LockConflictOutput(many=True)

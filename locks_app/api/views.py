@@ -1,0 +1,116 @@
+"""Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.api).
+
+The caller (``request.user``, from the token) is the owner of what it locks, unlocks or
+recovers.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status as http
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentchat.core.errors import AppError
+from channels_app.selectors import channel_get
+from locks_app import selectors, services
+from locks_app.api import serializers as s
+
+
+class LockListCreateApi(APIView):
+    @extend_schema(
+        operation_id="locks_list",
+        responses=s.LockListOutput,
+        summary="List the channel's path locks (expired too)",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        locks = selectors.lock_list(channel=channel_get(name))
+        return Response({"locks": [selectors.lock_to_dict(lock) for lock in locks]})
+
+    @extend_schema(
+        operation_id="locks_lock",
+        request=s.LockCreateInput,
+        responses={201: s.LockOutput},
+        summary="Lock workspace paths (all or none)",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        data = s.LockCreateInput.validate_input(request.data)
+        channel = channel_get(name)
+        lock = services.lock_acquire(
+            channel=channel,
+            owner=request.user.name,
+            paths=data["paths"],
+            lease_seconds=data["lease_seconds"],
+        )
+        return Response(selectors.lock_to_dict(lock), status=http.HTTP_201_CREATED)
+
+    @extend_schema(
+        operation_id="locks_unlock_by_path",
+        parameters=[
+            OpenApiParameter("path", str, required=True, description="an exact normalized path")
+        ],
+        responses=s.LockOutput,
+        summary="Unlock the lock holding this exact normalized path (owner only)",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        path = request.query_params.get("path")
+        if path is None:
+            raise AppError(
+                "PATH_LOCK_INVALID_PATH",
+                "name the lock to unlock: DELETE …/locks/<lock_id>/ or …/locks/?path=<path>",
+                detail={"field": "path"},
+            )
+        channel = channel_get(name)
+        record = services.lock_release(channel=channel, owner=request.user.name, path=path)
+        return Response(record)
+
+
+class LockCheckApi(APIView):
+    @extend_schema(
+        operation_id="locks_check",
+        request=s.LockCheckInput,
+        responses=s.LockCheckOutput,
+        summary="List the locks (active and expired) overlapping these paths",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        data = s.LockCheckInput.validate_input(request.data)
+        conflicts = selectors.lock_check(channel=channel_get(name), paths=data["paths"])
+        return Response({"conflicts": conflicts})
+
+
+class LockDetailApi(APIView):
+    @extend_schema(operation_id="locks_show", responses=s.LockOutput, summary="Show a lock record")
+    def get(self, request: Request, name: str, lock_id: str) -> Response:
+        lock = selectors.lock_get(channel=channel_get(name), lock_id=lock_id)
+        return Response(selectors.lock_to_dict(lock))
+
+    @extend_schema(
+        operation_id="locks_unlock",
+        responses=s.LockOutput,
+        summary="Unlock (owner only, even when expired)",
+    )
+    def delete(self, request: Request, name: str, lock_id: str) -> Response:
+        channel = channel_get(name)
+        record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
+        return Response(record)
+
+
+class LockRecoverApi(APIView):
+    @extend_schema(
+        operation_id="locks_recover",
+        request=s.LockRecoverInput,
+        responses=s.LockOutput,
+        summary="Take over an expired lock (the caller becomes its owner)",
+    )
+    def post(self, request: Request, name: str, lock_id: str) -> Response:
+        data = s.LockRecoverInput.validate_input(request.data)
+        channel = channel_get(name)
+        lock = services.lock_recover(
+            channel=channel,
+            owner=request.user.name,
+            reason=data["reason"],
+            lock_id=lock_id,
+            lease_seconds=data["lease_seconds"],
+        )
+        return Response(selectors.lock_to_dict(lock))

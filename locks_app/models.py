@@ -1,0 +1,85 @@
+"""Workspace path locks (REFERENCE-CLI §3.9): one record per lock, one row per locked path."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from channels_app.models import Channel
+
+
+class PathLock(models.Model):
+    """A lock over one or more workspace paths, held by ``owner`` until ``expires_at``.
+
+    An expired lock stays until its owner unlocks it or someone recovers it; recovery keeps the
+    lock id and paths and records the previous owner, expiry and the reason (all three or none).
+    """
+
+    lock_id = models.CharField(max_length=64, db_index=True)  # uuid4().hex when created here
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="path_locks")
+    owner = models.CharField(max_length=64, db_index=True)
+    expires_at = models.DateTimeField(db_index=True)
+    locked_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    # NULL, not "", means "never recovered", as null does in the reference's record; the
+    # three are set together (constraint below).
+    previous_owner = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    previous_expires_at = models.DateTimeField(null=True, blank=True)
+    recovery_reason = models.TextField(null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        ordering = ["channel_id", "lock_id"]
+        verbose_name = "path lock"
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "lock_id"], name="path_lock_id_unique"),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        previous_owner__isnull=True,
+                        previous_expires_at__isnull=True,
+                        recovery_reason__isnull=True,
+                    )
+                    | Q(
+                        previous_owner__isnull=False,
+                        previous_expires_at__isnull=False,
+                        recovery_reason__isnull=False,
+                    )
+                ),
+                name="path_lock_recovery_all_or_none",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lock_id} ({self.owner})"
+
+
+class PathLockEntry(models.Model):
+    """One path of a lock. ``channel`` repeats the lock's channel so that the database itself
+    refuses two locks on the same normalized path of a channel (a backstop: overlap is decided
+    by ``locks_app.paths`` under the channel's write serialization)."""
+
+    class Kind(models.TextChoices):
+        FILE = "file", "file"
+        DIRECTORY = "directory", "directory"
+
+    lock = models.ForeignKey(PathLock, on_delete=models.CASCADE, related_name="entries")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    normalized_path = models.CharField(max_length=1024)
+    display_path = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FILE)
+
+    class Meta:
+        ordering = ["lock_id", "position"]
+        verbose_name = "locked path"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "normalized_path"], name="path_lock_entry_path_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["lock", "position"], name="path_lock_entry_position_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.normalized_path

@@ -1,0 +1,559 @@
+"""Workspace paths of path locks: normalization, glob patterns and overlap. Pure functions.
+
+The server has no workspace on disk, so a path is text checked by rules that hold on every
+platform (the reference CLI's rules plus its Windows rules, everywhere):
+
+* Only ``/`` separates. Empty and ``.`` segments are dropped (``./src//a.py`` → ``src/a.py``);
+  nothing left means ``.``, the whole workspace.
+* Refused with PATH_LOCK_INVALID_PATH: empty or non-string input; ``..`` anywhere; absolute
+  paths and drive prefixes (``/x``, ``C:x``); any ``:``; backslashes; control characters
+  (< 0x20, 0x7F-0x9F), lone surrogates and bidirectional-override characters; Windows reserved
+  names (CON, PRN, AUX, NUL, COM0-9, COM¹²³, LPT0-9, LPT¹²³, CONIN$, CONOUT$ — any case, any
+  extension); segments ending in a dot or a space; percent-escapes such as ``%2e%2e`` (the
+  server never URL-decodes a path; send it decoded); segments that Unicode compatibility
+  normalization (NFKC) turns into ``.``, ``..`` or something containing ``/``, ``\\`` or ``:``
+  (full-width dots U+FF0E U+FF0E, the two-dot leader U+2025, the full-width solidus U+FF0F);
+  paths over ``MAX_PATH_BYTES`` bytes or ``MAX_SEGMENTS`` segments, segments over
+  ``MAX_SEGMENT_BYTES`` bytes, more than ``MAX_PATTERN_SEGMENTS`` pattern segments or pattern
+  segments over ``MAX_PATTERN_SEGMENT_CHARS`` characters (bounds on the overlap test's cost).
+* Unicode: paths are compared in NFC, so ``é`` typed precomposed (NFC) or decomposed (NFD) is
+  one path. Normalize first, then validate, then compare.
+* Case: with ``AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE`` the normalized path is case-folded
+  (``str.casefold``, then NFC), as the reference does on Windows.
+* ``kind``: ``directory`` when the path as sent ends with ``/`` (or its last segment is
+  ``.``, so ``.`` itself), else ``file``. It is informational: overlap ignores it.
+
+Glob patterns: a segment containing ``*``, ``?`` or a ``[…]`` class is a pattern. ``*`` matches
+any run of characters and ``?`` one character, never ``/``; ``[abc]``, ``[a-z]`` and the negated
+``[!a-z]`` / ``[^a-z]`` match one character (a ``]`` right after the opening bracket or
+negation is a member; a ``[`` with no closing ``]`` is a literal). A whole segment of two or
+more stars (``**``) matches zero or more segments. Names starting with ``.`` are matched like
+any other. With case folding on, a pattern is folded like any path and then interpreted.
+
+An entry *covers* every path it matches and everything below those paths. Two entries overlap
+when some path is covered by both; for two concrete paths that is the reference rule (equal,
+one a ``/``-prefix of the other, or either is ``.``). The test runs the two entries' automata
+together (segments, and characters inside two pattern segments), so it is exact — for a
+pattern against a concrete path always, and for two patterns unless a pair of pattern segments
+is too big to compare (``MAX_INTERSECTION_STATES``), which then counts as overlapping. Paths
+range over non-empty segments without ``/``, so a pattern that can only match an unlockable
+name (``[.]``) still counts as matching it. A false conflict can arise only in these two
+cases; a conflict is never missed. Matching is linear in the name (no backtracking).
+
+A literal name containing glob characters is locked by escaping each of them as a one-member
+class: ``report[[]1].txt`` names ``report[1].txt``, ``what[?].md`` names ``what?.md``,
+``[*]`` names ``*``. (A ``]`` alone is a literal already.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from agentchat.core.errors import AppError
+
+INVALID_PATH = "PATH_LOCK_INVALID_PATH"
+MAX_PATH_BYTES = 1024
+MAX_SEGMENT_BYTES = 255
+MAX_SEGMENTS = 128
+MAX_PATTERN_SEGMENTS = 16
+MAX_PATTERN_SEGMENT_CHARS = 128
+MAX_PATHS = 64
+# Two pattern segments whose product automaton would have more states than this are judged to
+# intersect without looking (a false conflict is allowed between patterns, a miss never).
+MAX_INTERSECTION_STATES = 4096
+
+KIND_FILE = "file"
+KIND_DIRECTORY = "directory"
+WORKSPACE = "."
+
+_RESERVED_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{base}{suffix}" for base in ("COM", "LPT") for suffix in [*"0123456789", "¹", "²", "³"]}
+)
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
+_GLOB_CHARS = frozenset("*?[")
+_MAX_CODEPOINT = 0x10FFFF
+_SLASH = ord("/")
+
+
+@dataclass(frozen=True)
+class PathEntry:
+    """One requested path: its canonical form, the caller's spelling and its kind."""
+
+    normalized_path: str
+    display_path: str
+    kind: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "display_path": self.display_path,
+            "kind": self.kind,
+            "normalized_path": self.normalized_path,
+        }
+
+
+def safe_text(value: Any, limit: int = 300) -> Any:
+    """A value that can always be rendered as JSON (lone surrogates escaped, long text cut)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # NaN and infinities are not JSON
+    if not isinstance(value, str):
+        return value if value is None or isinstance(value, (int, float, bool)) else repr(value)
+    text = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _invalid(message: str, path: Any) -> AppError:
+    return AppError(INVALID_PATH, message, detail={"path": safe_text(path)})
+
+
+def _is_forbidden_char(char: str) -> bool:
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or char in _BIDI_CONTROLS
+
+
+def _check_characters(text: str, raw: str) -> None:
+    if any(_is_forbidden_char(char) for char in text):
+        raise _invalid("path contains a forbidden control character", raw)
+    if "\\" in text:
+        raise _invalid("backslashes are not valid portable separators", raw)
+    if text.startswith("/") or _DRIVE_PREFIX.match(text):
+        raise _invalid("absolute paths are not allowed", raw)
+    if ":" in text:
+        raise _invalid("path names may not contain ':'", raw)
+
+
+def casefold_stable(text: str) -> str:
+    """Case-fold then NFC, repeated until stable, so folding a folded path changes nothing."""
+    for _ in range(4):
+        folded = unicodedata.normalize("NFC", text.casefold())
+        if folded == text:
+            break
+        text = folded
+    return text
+
+
+def _check_segment(segment: str, raw: str) -> None:
+    compat = unicodedata.normalize("NFKC", segment)
+    if compat in {".", ".."} or any(char in compat for char in "/\\:"):
+        raise _invalid(
+            "path segment turns into a dot, a separator or ':' under Unicode compatibility "
+            "normalization",
+            raw,
+        )
+    if segment.endswith((".", " ")) or compat.endswith((".", " ")):
+        raise _invalid("path segments may not end with a dot or a space", raw)
+    stem = unicodedata.normalize("NFKC", segment.split(".", 1)[0]).rstrip(" ").upper()
+    if stem in _RESERVED_NAMES or segment.split(".", 1)[0].rstrip(" ").upper() in _RESERVED_NAMES:
+        raise _invalid("path contains a reserved Windows name", raw)
+    if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+        raise _invalid(f"path segments may be at most {MAX_SEGMENT_BYTES} bytes", raw)
+
+
+def path_normalize(raw: Any, *, case_insensitive: bool = False) -> PathEntry:
+    """Validate and canonicalize one workspace-relative path. Raises PATH_LOCK_INVALID_PATH."""
+    if not isinstance(raw, str) or not raw:
+        raise _invalid("path must be a non-empty string", raw)
+    if len(raw) > MAX_PATH_BYTES or len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise _invalid(f"path is longer than {MAX_PATH_BYTES} bytes", raw)
+    _check_characters(raw, raw)
+    if _PERCENT_ESCAPE.search(raw):
+        raise _invalid("percent-encoded sequences are not allowed: send the path decoded", raw)
+    text = unicodedata.normalize("NFC", raw)
+    _check_characters(text, raw)
+    raw_parts = text.split("/")
+    if ".." in raw_parts:
+        raise _invalid("parent traversal is not allowed", raw)
+    kind = KIND_DIRECTORY if raw_parts[-1] in {"", "."} else KIND_FILE
+    parts = [part for part in raw_parts if part not in {"", "."}]
+    canonical = "/".join(parts) or WORKSPACE
+    if case_insensitive:
+        canonical = casefold_stable(canonical)
+        _check_characters(canonical, raw)
+    if len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
+        raise _invalid(f"path is longer than {MAX_PATH_BYTES} bytes", raw)
+    segments = [] if canonical == WORKSPACE else canonical.split("/")
+    if len(segments) > MAX_SEGMENTS:
+        raise _invalid(f"path has more than {MAX_SEGMENTS} segments", raw)
+    patterns = 0
+    for segment in segments:
+        if segment == "..":
+            raise _invalid("parent traversal is not allowed", raw)
+        _check_segment(segment, raw)
+        if _has_glob(segment):
+            patterns += 1
+            _check_pattern_segment(segment, raw)
+    if patterns > MAX_PATTERN_SEGMENTS:
+        raise _invalid(f"path has more than {MAX_PATTERN_SEGMENTS} pattern segments", raw)
+    return PathEntry(normalized_path=canonical, display_path=raw, kind=kind)
+
+
+def paths_normalize(raw_paths: Any, *, case_insensitive: bool = False) -> list[PathEntry]:
+    """Normalize a request's paths: a non-empty list, no two overlapping.
+
+    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_CONFLICT (two requested paths overlap).
+    """
+    if not isinstance(raw_paths, (list, tuple)) or not raw_paths:
+        raise AppError(
+            INVALID_PATH, "at least one path is required", detail={"paths": safe_text(raw_paths)}
+        )
+    if len(raw_paths) > MAX_PATHS:
+        raise AppError(
+            INVALID_PATH, f"at most {MAX_PATHS} paths per request", detail={"limit": MAX_PATHS}
+        )
+    entries: list[PathEntry] = []
+    for raw in raw_paths:
+        entry = path_normalize(raw, case_insensitive=case_insensitive)
+        if any(paths_overlap(entry.normalized_path, old.normalized_path) for old in entries):
+            raise AppError(
+                "PATH_LOCK_CONFLICT",
+                "requested paths overlap within one lock request",
+                detail={"paths": [item.to_dict() for item in [*entries, entry]]},
+            )
+        entries.append(entry)
+    return entries
+
+
+def match_key(normalized_path: str, *, case_insensitive: bool) -> str:
+    """The form compared for conflicts and unlock-by-path (folded when the setting is on,
+    which also covers records written before it was turned on)."""
+    return casefold_stable(normalized_path) if case_insensitive else normalized_path
+
+
+# --- Glob patterns ------------------------------------------------------------------------
+# A segment is parsed into tokens: ("lit", char), ("any",), ("star",) or ("set", intervals)
+# where intervals is a sorted tuple of disjoint (low, high) code point ranges. A character
+# predicate is an interval set; "any" is the whole code space.
+
+Intervals = tuple[tuple[int, int], ...]
+_UNIVERSE: Intervals = ((0, _MAX_CODEPOINT),)
+
+
+def _has_glob(segment: str) -> bool:
+    return any(char in _GLOB_CHARS for char in segment) and any(
+        token[0] != "lit" for token in _tokens(segment)
+    )
+
+
+def is_pattern(normalized_path: str) -> bool:
+    return any(_has_glob(segment) for segment in _segments(normalized_path))
+
+
+def _merge(intervals: Iterable[tuple[int, int]]) -> Intervals:
+    result: list[tuple[int, int]] = []
+    for low, high in sorted(intervals):
+        if result and low <= result[-1][1] + 1:
+            result[-1] = (result[-1][0], max(result[-1][1], high))
+        else:
+            result.append((low, high))
+    return tuple(result)
+
+
+def _complement(intervals: Intervals) -> Intervals:
+    result: list[tuple[int, int]] = []
+    start = 0
+    for low, high in intervals:
+        if low > start:
+            result.append((start, low - 1))
+        start = high + 1
+    if start <= _MAX_CODEPOINT:
+        result.append((start, _MAX_CODEPOINT))
+    return tuple(result)
+
+
+def _intersect(left: Intervals, right: Intervals) -> Intervals:
+    result: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(left) and j < len(right):
+        low = max(left[i][0], right[j][0])
+        high = min(left[i][1], right[j][1])
+        if low <= high:
+            result.append((low, high))
+        if left[i][1] < right[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(result)
+
+
+def _has_segment_char(intervals: Intervals) -> bool:
+    """Whether the set holds a character other than ``/`` (which no segment contains)."""
+    return any(not (low == high == _SLASH) for low, high in intervals)
+
+
+@lru_cache(maxsize=8192)
+def _tokens(segment: str) -> tuple[tuple[Any, ...], ...]:
+    return _tokenize(segment)[0]
+
+
+@lru_cache(maxsize=8192)
+def _tokenize(segment: str) -> tuple[tuple[tuple[Any, ...], ...], str | None]:
+    """(tokens, problem): a reversed range such as ``[z-a]`` matches nothing and is reported
+    as a problem (validation refuses it); parsing itself never fails."""
+    tokens: list[tuple[Any, ...]] = []
+    problem: str | None = None
+    i, n = 0, len(segment)
+    while i < n:
+        char = segment[i]
+        if char == "*":
+            if not tokens or tokens[-1] != ("star",):
+                tokens.append(("star",))
+            i += 1
+        elif char == "?":
+            tokens.append(("any",))
+            i += 1
+        elif char == "[":
+            parsed = _parse_class(segment, i)
+            if parsed is None:
+                tokens.append(("lit", char))
+                i += 1
+            else:
+                intervals, i, bad = parsed
+                problem = problem or bad
+                tokens.append(("set", intervals))
+        else:
+            tokens.append(("lit", char))
+            i += 1
+    return tuple(tokens), problem
+
+
+def _parse_class(segment: str, start: int) -> tuple[Intervals, int, str | None] | None:
+    """Parse ``[…]`` at ``start``: (intervals, index after it, problem), None when unclosed."""
+    j = start + 1
+    negated = j < len(segment) and segment[j] in "!^"
+    if negated:
+        j += 1
+    members: list[tuple[int, int]] = []
+    problem: str | None = None
+    first = True
+    while j < len(segment):
+        char = segment[j]
+        if char == "]" and not first:
+            intervals = _merge(members)
+            return (_complement(intervals) if negated else intervals), j + 1, problem
+        first = False
+        if j + 2 < len(segment) and segment[j + 1] == "-" and segment[j + 2] != "]":
+            low, high = ord(char), ord(segment[j + 2])
+            if low > high:
+                problem = problem or f"empty character range {char}-{segment[j + 2]}"
+            else:
+                members.append((low, high))
+            j += 3
+        else:
+            members.append((ord(char), ord(char)))
+            j += 1
+    return None
+
+
+def _check_pattern_segment(segment: str, raw: str) -> None:
+    if len(segment) > MAX_PATTERN_SEGMENT_CHARS:
+        raise _invalid(
+            f"pattern segments may be at most {MAX_PATTERN_SEGMENT_CHARS} characters", raw
+        )
+    tokens, problem = _tokenize(segment)
+    if problem:
+        raise _invalid(f"invalid glob pattern: {problem}", raw)
+    for token in tokens:
+        if token[0] == "set" and not _has_segment_char(token[1]):
+            raise _invalid("invalid glob pattern: a character class that matches nothing", raw)
+
+
+def _is_globstar(segment: str) -> bool:
+    return len(segment) >= 2 and set(segment) == {"*"}
+
+
+def _segments(normalized_path: str) -> tuple[str, ...]:
+    return () if normalized_path == WORKSPACE else tuple(normalized_path.split("/"))
+
+
+def _token_chars(token: tuple[Any, ...]) -> Intervals:
+    kind = token[0]
+    if kind == "lit":
+        return ((ord(token[1]), ord(token[1])),)
+    if kind == "set":
+        return token[1]
+    return _UNIVERSE  # "any" and "star" consume any one character
+
+
+def _char_in(intervals: Intervals, code: int) -> bool:
+    low_index, high_index = 0, len(intervals)
+    while low_index < high_index:
+        mid = (low_index + high_index) // 2
+        low, high = intervals[mid]
+        if code < low:
+            high_index = mid
+        elif code > high:
+            low_index = mid + 1
+        else:
+            return True
+    return False
+
+
+class _Matcher:
+    """A segment pattern run as a bit-parallel NFA (shift-and): linear in the name's length,
+    whatever the pattern (no backtracking, so no catastrophic cases)."""
+
+    def __init__(self, segment: str) -> None:
+        self.tokens = _tokens(segment)
+        self.stars = 0
+        for position, token in enumerate(self.tokens):
+            if token[0] == "star":
+                self.stars |= 1 << position
+        self.accept = 1 << len(self.tokens)
+        self.masks: dict[str, int] = {}
+
+    def _closure(self, state: int) -> int:
+        # Consecutive stars are merged when parsing, so one step reaches past every star.
+        return state | ((state & self.stars) << 1)
+
+    def _mask(self, char: str) -> int:
+        mask = self.masks.get(char)
+        if mask is None:
+            mask = 0
+            for position, token in enumerate(self.tokens):
+                if token[0] != "star" and _char_in(_token_chars(token), ord(char)):
+                    mask |= 1 << position
+            if len(self.masks) < 512:
+                self.masks[char] = mask
+        return mask
+
+    def matches(self, name: str) -> bool:
+        state = self._closure(1)
+        for char in name:
+            state = self._closure(
+                ((state & ~self.stars & self._mask(char)) << 1) | (state & self.stars)
+            )
+            if not state:
+                return False
+        return bool(state & self.accept)
+
+
+@lru_cache(maxsize=4096)
+def _matcher(segment: str) -> _Matcher:
+    return _Matcher(segment)
+
+
+def segment_matches(pattern: str, name: str) -> bool:
+    """Whether one segment pattern (or literal) matches one concrete segment name."""
+    if not _has_glob(pattern):
+        return pattern == name
+    return _matcher(pattern).matches(name)
+
+
+@lru_cache(maxsize=16384)
+def _segments_intersect(left: str, right: str) -> bool:
+    """Whether two segment patterns match a common non-empty name (exact)."""
+    if not _has_glob(left):
+        return segment_matches(right, left)
+    if not _has_glob(right):
+        return segment_matches(left, right)
+    a, b = _tokens(left), _tokens(right)
+    if (len(a) + 1) * (len(b) + 1) > MAX_INTERSECTION_STATES:
+        return True  # too costly to decide: judged conservatively, a conflict
+    # Product of the two token automata; a state is (position in a, position in b). If both
+    # can reach their ends together the languages share a string; sharing only "" would need
+    # both to be all stars, which share every name as well.
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        state = stack.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        i, j = state
+        if i == len(a) and j == len(b):
+            return True
+        if i < len(a) and a[i][0] == "star":
+            stack.append((i + 1, j))
+        if j < len(b) and b[j][0] == "star":
+            stack.append((i, j + 1))
+        if i == len(a) or j == len(b):
+            continue
+        ni = i if a[i][0] == "star" else i + 1
+        nj = j if b[j][0] == "star" else j + 1
+        if (ni, nj) == (i, j):
+            continue  # two stars eating a character together make no progress
+        if _has_segment_char(_intersect(_token_chars(a[i]), _token_chars(b[j]))):
+            stack.append((ni, nj))
+    return False
+
+
+def paths_overlap(left: str, right: str) -> bool:
+    """Whether two normalized entries cover a common path (symmetric; exact, see module doc).
+
+    For concrete paths: equal, one a ``/``-prefix of the other, or either is ``.``.
+    """
+    if left == WORKSPACE or right == WORKSPACE:
+        return True
+    a, b = _segments(left), _segments(right)
+    if not any(_has_glob(s) for s in a) and not any(_has_glob(s) for s in b):
+        return left == right or left.startswith(right + "/") or right.startswith(left + "/")
+    # Product of the two segment automata. A state (i, j) is reachable when some path is
+    # matched by a[:i] and by b[:j]; once either side is complete, the other side's remainder
+    # can always be completed (every segment pattern matches some name), so one matched path
+    # lies below or at the other: they overlap.
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        state = stack.pop()
+        if state in seen:
+            continue
+        seen.add(state)
+        i, j = state
+        if i == len(a) or j == len(b):
+            return True
+        star_a, star_b = _is_globstar(a[i]), _is_globstar(b[j])
+        if star_a:
+            stack.append((i + 1, j))
+        if star_b:
+            stack.append((i, j + 1))
+        if star_a and star_b:
+            continue  # both would stay put: no progress
+        ni = i if star_a else i + 1
+        nj = j if star_b else j + 1
+        if star_a or star_b or _segments_intersect(a[i], b[j]):
+            stack.append((ni, nj))
+    return False
+
+
+def path_covers(entry: str, path: str) -> bool:
+    """Whether ``entry`` covers the concrete normalized ``path`` (matches it or an ancestor)."""
+    return _matches_prefix(_segments(entry), _segments(path))
+
+
+def _matches_prefix(pattern: Sequence[str], path: Sequence[str]) -> bool:
+    # States: positions in the pattern reachable after consuming path[:k]; covered when the
+    # pattern can be complete after some k.
+    states = _closure({0}, pattern)
+    for name in path:
+        if len(pattern) in states:
+            return True
+        nxt: set[int] = set()
+        for i in states:
+            if i < len(pattern):
+                if _is_globstar(pattern[i]):
+                    nxt.add(i)
+                elif segment_matches(pattern[i], name):
+                    nxt.add(i + 1)
+        states = _closure(nxt, pattern)
+        if not states:
+            return False
+    return len(pattern) in states
+
+
+def _closure(states: set[int], pattern: Sequence[str]) -> set[int]:
+    result = set(states)
+    stack = list(states)
+    while stack:
+        i = stack.pop()
+        if i < len(pattern) and _is_globstar(pattern[i]) and i + 1 not in result:
+            result.add(i + 1)
+            stack.append(i + 1)
+    return result

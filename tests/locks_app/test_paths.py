@@ -1,0 +1,390 @@
+"""Path normalization and overlap, as pure functions (locks_app.paths)."""
+
+from __future__ import annotations
+
+import itertools
+import posixpath
+import re
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentchat.core.errors import AppError
+from locks_app.paths import (
+    MAX_PATHS,
+    path_covers,
+    path_normalize,
+    paths_normalize,
+    paths_overlap,
+    segment_matches,
+)
+
+INVALID = "PATH_LOCK_INVALID_PATH"
+
+# (input, expected normalized path or error code). The document's rules, the reference's
+# observed cases and the hard cases of PERF-NOTES §6 item 8.
+NORMALIZATION_TABLE = [
+    # accepted: separators, "." and empty segments collapse
+    ("src/a.py", "src/a.py"),
+    ("./src//a.py", "src/a.py"),
+    ("docs/", "docs"),
+    ("a/./b/.", "a/b"),
+    ("a//b///c", "a/b/c"),
+    (".", "."),
+    ("./", "."),
+    ("./././", "."),
+    # accepted: dots inside names, hidden names, odd but harmless characters
+    (".git/config", ".git/config"),
+    (".env", ".env"),
+    ("a..b", "a..b"),
+    ("...a", "...a"),
+    ("a b/c d.txt", "a b/c d.txt"),
+    ("~/notes", "~/notes"),
+    ("50%off.txt", "50%off.txt"),
+    ("100%", "100%"),
+    ("CONFIG/console.log", "CONFIG/console.log"),
+    ("COM10/LPT10", "COM10/LPT10"),
+    ("日本語/ファイル.txt", "日本語/ファイル.txt"),
+    ("emoji-😀.md", "emoji-😀.md"),
+    # Unicode: NFD and NFC are one path; full-width letters stay (NFKC only used to refuse)
+    ("cafe\u0301/x", "caf\u00e9/x"),
+    ("caf\u00e9/x", "caf\u00e9/x"),
+    ("\uff41\uff0e\uff42", "\uff41\uff0e\uff42"),
+    # glob patterns and escaped literals
+    ("src/**/*.py", "src/**/*.py"),
+    ("src/[a-c]?.py", "src/[a-c]?.py"),
+    ("report[[]1].txt", "report[[]1].txt"),
+    ("[*]", "[*]"),
+    ("x]y", "x]y"),
+    ("a[b", "a[b"),
+    # refused: traversal
+    ("..", INVALID),
+    ("../outside", INVALID),
+    ("a/../b", INVALID),
+    ("a/..", INVALID),
+    ("a/../../etc/passwd", INVALID),
+    # refused: absolute paths, drives, colons, backslashes
+    ("/etc/passwd", INVALID),
+    ("//server/share", INVALID),
+    ("C:/Windows", INVALID),
+    ("c:x", INVALID),
+    ("a:b", INVALID),
+    ("file.txt:stream", INVALID),
+    ("a\\b", INVALID),
+    ("\\\\server\\share", INVALID),
+    ("..\\x", INVALID),
+    # refused: control characters, lone surrogates, bidi overrides
+    ("", INVALID),
+    ("a\x00b", INVALID),
+    ("a\nb", INVALID),
+    ("a\x1fb", INVALID),
+    ("a\x7fb", INVALID),
+    ("a\x85b", INVALID),
+    ("a\x9fb", INVALID),
+    ("\ud800", INVALID),
+    ("a/\udfff", INVALID),
+    ("evil\u202etxt.exe", INVALID),
+    # refused: Windows reserved names (any case, any extension, superscript digits)
+    ("CON", INVALID),
+    ("con", INVALID),
+    ("nul.txt", INVALID),
+    ("src/aux.c", INVALID),
+    ("LPT1", INVALID),
+    ("COM0", INVALID),
+    ("COM\u00b9", INVALID),
+    ("CON .txt", INVALID),
+    ("conin$", INVALID),
+    # refused: segments ending in a dot or a space
+    ("a.", INVALID),
+    ("a ", INVALID),
+    ("src./a", INVALID),
+    ("...", INVALID),
+    ("a\u00a0", INVALID),
+    # refused: percent-escapes and compatibility look-alikes of dots and separators
+    ("%2e%2e/x", INVALID),
+    ("%2F", INVALID),
+    ("a%5cb", INVALID),
+    ("\uff0e\uff0e", INVALID),
+    ("\uff0e\uff0e/x", INVALID),
+    ("\u2025", INVALID),
+    ("a\uff0fb", INVALID),
+    ("a\uff3cb", INVALID),
+    ("a\uff1ab", INVALID),
+    # refused: too long, too deep, broken patterns
+    ("x" * 1025, INVALID),
+    ("a/" * 129, INVALID),
+    ("x" * 256, INVALID),
+    ("[z-a]", INVALID),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), NORMALIZATION_TABLE)
+def test_normalization_table(raw, expected):
+    if expected == INVALID:
+        with pytest.raises(AppError) as exc:
+            path_normalize(raw)
+        assert exc.value.code == INVALID
+        assert exc.value.status == 400
+    else:
+        entry = path_normalize(raw)
+        assert entry.normalized_path == expected
+        assert entry.display_path == raw
+
+
+def test_normalization_table_is_big_enough():
+    assert len(NORMALIZATION_TABLE) >= 40
+    assert sum(expected == INVALID for _, expected in NORMALIZATION_TABLE) >= 20
+
+
+@pytest.mark.parametrize("raw", [None, 1, 1.5, True, ["a"], {"a": 1}])
+def test_non_strings_are_invalid_paths(raw):
+    with pytest.raises(AppError) as exc:
+        path_normalize(raw)
+    assert exc.value.code == INVALID
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        ("docs/", "directory"),
+        ("docs/.", "directory"),
+        (".", "directory"),
+        ("./", "directory"),
+        ("docs", "file"),
+        ("src/a.py", "file"),
+        ("src/**", "file"),
+        ("src/**/", "directory"),
+    ],
+)
+def test_kind_is_directory_for_a_trailing_slash(raw, kind):
+    assert path_normalize(raw).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Src/Main.PY", "src/main.py"),
+        ("STRASSE/Straße", "strasse/strasse"),
+        ("ÉTÉ", "été"),
+        ("E\u0301TE\u0301", "été"),
+        ("SRC/[A-C]*.PY", "src/[a-c]*.py"),
+    ],
+)
+def test_case_insensitive_setting_folds_case(raw, expected):
+    entry = path_normalize(raw, case_insensitive=True)
+    assert entry.normalized_path == expected
+    assert entry.display_path == raw
+    assert path_normalize(raw).normalized_path == unicodedata.normalize("NFC", raw)
+
+
+def test_request_paths_must_be_a_non_empty_bounded_list():
+    for raw in (None, [], "src", ("a",) * (MAX_PATHS + 1)):
+        with pytest.raises(AppError) as exc:
+            paths_normalize(list(raw) if isinstance(raw, tuple) else raw)
+        assert exc.value.code == INVALID
+    assert len(paths_normalize(["a", "b"])) == 2
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [["x/y", "x"], ["src", "./src/"], ["a", "a"], ["src/*.py", "src/a.py"], [".", "z"]],
+)
+def test_overlapping_paths_in_one_request_conflict(paths):
+    with pytest.raises(AppError) as exc:
+        paths_normalize(paths)
+    assert exc.value.code == "PATH_LOCK_CONFLICT"
+    assert exc.value.message == "requested paths overlap within one lock request"
+
+
+# --- overlap -----------------------------------------------------------------------------
+
+OVERLAP_TABLE = [
+    # concrete paths: the reference rule
+    ("src", "src/a.py", True),
+    ("src", "src", True),
+    ("a/b/c", "a/b", True),
+    (".", "anything/at/all", True),
+    ("src", "srcx", False),
+    ("src/a", "src/b", False),
+    ("a/bc", "a/b", False),
+    # a pattern and a concrete path: conflict exactly when some path is covered by both
+    ("src/*.py", "src/a.py", True),
+    ("src/*.py", "src/a.py/inner", True),
+    ("src/*.py", "src", True),
+    ("src/*.py", "src/a.txt", False),
+    ("src/*.py", "src/sub/a.py", False),
+    ("src/?.py", "src/a.py", True),
+    ("src/?.py", "src/ab.py", False),
+    ("src/[ab].py", "src/c.py", False),
+    ("src/[!ab].py", "src/c.py", True),
+    ("src/[^ab].py", "src/a.py", False),
+    ("**/*.py", "deep/er/x.py", True),
+    ("**/*.py", "docs/readme.md", True),  # docs/readme.md may be a folder holding x.py
+    ("src/**", "src", True),
+    ("src/**", "src/deep/x", True),
+    ("src/**", "srcx", False),
+    ("src/**", "docs/a.py", False),
+    ("a/**/b", "a/b", True),
+    ("a/**/b", "a/x/y/b", True),
+    ("a/**/z", "b/z", False),
+    ("*", "anything/deep", True),
+    ("*.md", "docs/readme.md", False),
+    ("[x]", "x", True),
+    ("[[]x]", "x", False),
+    ("report[[]1].txt", "report1.txt", False),
+    ("report*", "report[[]1].txt", True),
+    # two patterns
+    ("*.py", "*.txt", False),
+    ("*.py", "a*", True),
+    ("src/*/a", "src/b/*", True),
+    ("src/*/a", "src/b/c/*", False),
+    ("[a-c]*", "[d-f]*", False),
+    ("[a-c]*", "[c-f]*", True),
+    ("?", "??", False),
+    ("?*", "??", True),
+    ("a/**", "**/b", True),
+    ("x/**/y", "x/*/z", True),
+    ("*.py", "[!.]*.txt", False),
+    ("**", "x", True),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "expected"), OVERLAP_TABLE)
+def test_overlap_table_in_both_directions(left, right, expected):
+    assert paths_overlap(left, right) is expected
+    assert paths_overlap(right, left) is expected
+
+
+# --- properties ----------------------------------------------------------------------------
+
+PIECES = [
+    "", ".", "..", "...", "a", "B", "src", "x.py", " ", "a ", "a.", "\\", ":", "C:", "%2e",
+    "%2e%2e", "\uff0e\uff0e", "\u2025", "\uff0f", "CON", "nul.txt", "*", "**", "?", "[a-c]",
+    "[!a]", "[z-a]", "[", "]", "e\u0301", "\u00e9", "\x00", "\x7f", "\ud800", "\u202e", "~",
+    "Stra\u00dfe", "\u0130", "\ufb03",
+]  # fmt: skip
+
+any_text = st.text(alphabet=st.characters(exclude_categories=()), max_size=60)
+path_like = st.lists(st.sampled_from(PIECES), max_size=8).map("/".join)
+candidates = st.one_of(any_text, path_like, path_like.map(lambda p: "/" + p))
+
+
+def assert_inside_workspace(normalized: str) -> None:
+    assert normalized
+    assert not normalized.startswith("/")
+    assert "\\" not in normalized
+    assert ":" not in normalized
+    resolved = posixpath.normpath(posixpath.join("/workspace", normalized))
+    assert resolved == "/workspace" or resolved.startswith("/workspace/")
+    if normalized != ".":
+        for segment in normalized.split("/"):
+            assert segment not in {"", ".", ".."}
+            assert unicodedata.normalize("NFKC", segment) not in {".", ".."}
+            assert not any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in segment)
+            assert not any(0xD800 <= ord(char) <= 0xDFFF for char in segment)
+
+
+@settings(max_examples=400, deadline=None)
+@given(raw=candidates, folded=st.booleans())
+def test_no_input_escapes_the_workspace_and_normalization_is_idempotent(raw, folded):
+    try:
+        entry = path_normalize(raw, case_insensitive=folded)
+    except AppError as exc:
+        assert exc.code == INVALID
+        return
+    assert_inside_workspace(entry.normalized_path)
+    again = path_normalize(entry.normalized_path, case_insensitive=folded)
+    assert again.normalized_path == entry.normalized_path
+
+
+SEGMENT_TOKENS = ["a", "b", "?", "*", "[ab]", "[!a]"]
+NAMES = ["a", "b", "aa", "ab", "ba", "bb"]
+
+
+@st.composite
+def segment_patterns(draw):
+    tokens = draw(st.lists(st.sampled_from(SEGMENT_TOKENS), min_size=1, max_size=3))
+    pattern = "".join(tokens)
+    consuming = sum(token != "*" for token in tokens)
+    return pattern if consuming <= 2 else "*"
+
+
+entries = st.lists(
+    st.one_of(segment_patterns(), st.sampled_from(NAMES), st.just("**")), min_size=1, max_size=2
+).map("/".join)
+concrete = st.lists(st.sampled_from(NAMES), min_size=1, max_size=2).map("/".join)
+
+
+def oracle_covers(entry: str, path: str) -> bool:
+    """An independent reading of "covers": the entry as one regex over "/" + the path text,
+    followed by anything below."""
+    parts = []
+    for segment in entry.split("/"):
+        if segment == "**":
+            parts.append("(?:/[^/]+)*")
+            continue
+        regex = ""
+        for token in re.findall(r"\[!?[^]]+\]|\*|\?|[^[*?]", segment):
+            if token == "*":
+                regex += "[^/]*"
+            elif token == "?":
+                regex += "[^/]"
+            elif token.startswith("[!"):
+                regex += "[^/" + token[2:]
+            elif token.startswith("["):
+                regex += token
+            else:
+                regex += re.escape(token)
+        parts.append("/" + regex)
+    return re.fullmatch("".join(parts) + "(?:/.*)?", "/" + path) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=entries, right=entries)
+def test_overlap_is_symmetric(left, right):
+    assert paths_overlap(left, right) == paths_overlap(right, left)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    left=entries, right=entries, witness=st.lists(st.sampled_from(NAMES), min_size=1, max_size=4)
+)
+def test_overlap_never_misses_a_path_covered_by_both(left, right, witness):
+    path = "/".join(witness)
+    assert path_covers(left, path) == oracle_covers(left, path)
+    if oracle_covers(left, path) and oracle_covers(right, path):
+        assert paths_overlap(left, right)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=entries, path=concrete)
+def test_pattern_and_concrete_path_overlap_exactly(pattern, path):
+    suffixes = [()] + [(n,) for n in NAMES] + list(itertools.product(NAMES, repeat=2))
+    witnessed = any(oracle_covers(pattern, "/".join([path, *suffix])) for suffix in suffixes)
+    assert paths_overlap(pattern, path) == witnessed
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=segment_patterns(), right=segment_patterns())
+def test_segment_patterns_intersect_exactly(left, right):
+    names = ["".join(chars) for n in range(1, 5) for chars in itertools.product("abc", repeat=n)]
+    witnessed = any(segment_matches(left, name) and segment_matches(right, name) for name in names)
+    assert paths_overlap(left, right) == witnessed
+
+
+def test_huge_pattern_pairs_are_judged_conservatively():
+    left = "x" + "*a" * 40 + "b"
+    right = "y" + "*a" * 40 + "c"  # disjoint (x… versus y…), but too big to compare
+    assert paths_overlap(left, right)
+    assert not paths_overlap("x*a*b", "y*a*c")
+
+
+def test_matching_is_linear_even_for_pathological_patterns():
+    import time
+
+    started = time.monotonic()
+    for _ in range(50):
+        assert not segment_matches("*a" * 60 + "b", "a" * 255)
+    assert time.monotonic() - started < 1
