@@ -39,6 +39,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "LEASE_MUTATION_REQUIRED": 409,
     "LEASE_TRANSACTION_NOT_FOUND": 409,
     "LEASE_OWNER_MISMATCH": 403,
+    "TASK_CONFLICT": 409,  # ours: a compare-and-set on a task row lost (never expected)
     "PATH_LOCK_CONFLICT": 409,
     "PATH_LOCK_RECOVERY_REQUIRED": 409,
     "PATH_LOCK_NOT_STALE": 409,
