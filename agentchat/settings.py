@@ -191,10 +191,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-    },
-    "SECURITY": [{"bearer": []}],
+    "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait consumer)
+    "APPEND_COMPONENTS": {},
 }
 
 LOGGING = {

@@ -49,13 +49,18 @@ def check_sender(request: Request, data: dict[str, Any]) -> None:
 
 class ChannelListCreateApi(APIView):
     @extend_schema(
-        responses=s.ChannelListOutput, summary="List channels with the caller's unread counts"
+        operation_id="channels_list",
+        responses=s.ChannelListOutput,
+        summary="List channels with the caller's unread counts",
     )
     def get(self, request: Request) -> Response:
         return Response({"channels": selectors.channel_list(agent=request.user)})
 
     @extend_schema(
-        request=s.ChannelCreateInput, responses={201: s.ChannelOutput}, summary="Create a channel"
+        operation_id="channels_create",
+        request=s.ChannelCreateInput,
+        responses={201: s.ChannelOutput},
+        summary="Create a channel",
     )
     def post(self, request: Request) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
@@ -64,7 +69,9 @@ class ChannelListCreateApi(APIView):
 
 
 class ChannelDetailApi(APIView):
-    @extend_schema(responses=s.ChannelOutput, summary="Show a channel")
+    @extend_schema(
+        operation_id="channels_show", responses=s.ChannelOutput, summary="Show a channel"
+    )
     def get(self, request: Request, name: str) -> Response:
         channel = selectors.channel_get(name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
@@ -74,7 +81,10 @@ class ChannelDetailApi(APIView):
         return Response(data)
 
     @extend_schema(
-        request=s.ChannelUpdateInput, responses=s.ChannelOutput, summary="Update topic or members"
+        operation_id="channels_update",
+        request=s.ChannelUpdateInput,
+        responses=s.ChannelOutput,
+        summary="Update topic or members",
     )
     def patch(self, request: Request, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
@@ -94,6 +104,7 @@ class MessageListPostApi(APIView):
                 description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
             ),
         ],
+        operation_id="messages_peek",
         responses=s.MessageListOutput,
         summary="Peek or replay messages; never moves the cursor",
     )
@@ -115,6 +126,7 @@ class MessageListPostApi(APIView):
         )
 
     @extend_schema(
+        operation_id="messages_post",
         request=s.MessagePostInput,
         responses={201: s.MessageOutput, 200: s.MessageOutput},
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
@@ -136,6 +148,7 @@ class ReadApi(APIView):
     @extend_schema(
         request=None,
         responses=s.MessageListOutput,
+        operation_id="channels_read",
         summary="Read relevant messages after the cursor and advance it to the channel's max",
     )
     def post(self, request: Request, name: str) -> Response:
@@ -149,7 +162,10 @@ class ReadApi(APIView):
 
 class AckApi(APIView):
     @extend_schema(
-        request=s.AckInput, responses=s.AckOutput, summary="Move the cursor without reading"
+        operation_id="channels_ack",
+        request=s.AckInput,
+        responses=s.AckOutput,
+        summary="Move the cursor without reading",
     )
     def post(self, request: Request, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
@@ -163,6 +179,7 @@ class MarkerClaimApi(APIView):
     @extend_schema(
         request=None,
         responses=s.ClaimOutput,
+        operation_id="markers_claim",
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
     )
     def post(self, request: Request, name: str, marker: str) -> Response:
