@@ -10,6 +10,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils.html import format_html
 
 from agentchat.core.errors import AppError
 from locks_app import selectors, services
@@ -61,7 +62,7 @@ class PathLockAdmin(admin.ModelAdmin):
     """Locks change only through the services (each change posts its audit message), so the
     admin neither edits nor deletes them; "recover stale lock" calls ``lock_recover``."""
 
-    list_display = ("lock_id", "channel", "owner", "paths", "expires_at", "state", "locked_at")
+    list_display = ("lock_id", "channel", "owner", "state", "expires_at", "paths", "locked_at")
     list_filter = (ExpiryFilter, "channel")
     search_fields = ("lock_id", "owner", "entries__normalized_path")
     list_select_related = ("channel",)
@@ -98,9 +99,11 @@ class PathLockAdmin(admin.ModelAdmin):
     def paths(self, obj: PathLock) -> str:
         return ", ".join(entry.normalized_path for entry in obj.entries.all())
 
-    @admin.display(description="state", boolean=False)
+    @admin.display(description="state")
     def state(self, obj: PathLock) -> str:
-        return "expired" if selectors.lock_is_expired(obj) else "active"
+        if selectors.lock_is_expired(obj):
+            return format_html('<strong style="color:#ba2121">{}</strong>', "EXPIRED")
+        return "active"
 
     @admin.action(description="Recover stale lock", permissions=["recover"])
     def recover_stale_lock(

@@ -43,8 +43,7 @@ def test_changelist_shows_owner_paths_expiry_and_state(admin_client, locks):
     assert locks["stale"]["lock_id"] in html
     assert "src/a.py" in html
     assert "docs" in html
-    assert "expired" in html
-    assert "active" in html
+    assert html.count("EXPIRED</strong>") == 1  # the stale lock is marked, the active one not
     html = admin_client.get(CHANGELIST + "?state=expired").content.decode()
     assert locks["stale"]["lock_id"] in html
     assert locks["active"]["lock_id"] not in html
