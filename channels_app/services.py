@@ -6,6 +6,7 @@ transaction, the audit message commits with the change or not at all.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -251,6 +252,26 @@ def message_post(
         event["message"] = as_dict
     push_on_commit(channel_group(channel.pk), event)
     return message, True
+
+
+def audit_post(
+    *, channel: Channel, actor: str, event: str, subject: str, payload: dict[str, Any]
+) -> Message:
+    """Post the audit message of a task, lease or lock mutation, in the caller's transaction.
+
+    The reference CLI's format (REFERENCE-CLI §3.13): a broadcast whose status is the event,
+    titled ``<event> <subject>``, with the payload as key-sorted, indented JSON.
+    """
+    message, _ = message_post(
+        channel=channel,
+        sender=actor,
+        title=f"{event} {subject}",
+        body=json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False),
+        to=None,
+        status=event,
+        kind=Message.Kind.AUDIT,
+    )
+    return message
 
 
 def _cursor_set(*, agent: Agent, channel: Channel, seq: int) -> None:

@@ -14,7 +14,6 @@ the duration.
 
 from __future__ import annotations
 
-import json
 import math
 import uuid
 from datetime import datetime, timedelta
@@ -25,8 +24,8 @@ from django.db import IntegrityError, transaction
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
-from channels_app.models import Channel, Message
-from channels_app.services import message_post
+from channels_app.models import Channel
+from channels_app.services import audit_post
 from locks_app import selectors
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import PathEntry, paths_normalize, safe_text
@@ -155,14 +154,8 @@ def _audit(
                 "recovery_reason": record["recovery_reason"],
             }
         )
-    message_post(
-        channel=channel,
-        sender=actor,
-        title=f"{event} {record['lock_id']}",
-        body=json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False),
-        to=None,
-        status=event,
-        kind=Message.Kind.AUDIT,
+    audit_post(
+        channel=channel, actor=actor, event=event, subject=record["lock_id"], payload=payload
     )
 
 

@@ -1,7 +1,7 @@
 """Every write of tasks_app: tasks, dependencies and leases (CLI "task" commands).
 
 Each public function is one ``write_atomic()`` transaction that changes the task, its lease
-and the lease history, and posts the audit message (``channels_app.services.message_post``)
+and the lease history, and posts the audit message (``channels_app.services.audit_post``)
 in the same transaction: the change and its audit commit together or not at all, so there is
 never a pending transaction to recover.
 
@@ -23,7 +23,6 @@ fractional lease (0.5 s) shows as ``.500000``; expired means ``lease_expires_at 
 
 from __future__ import annotations
 
-import json
 import math
 import ntpath
 import uuid
@@ -40,8 +39,8 @@ from agentchat.core.api import field_size_check
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
-from channels_app.models import Channel, Message
-from channels_app.services import message_post
+from channels_app.models import Channel
+from channels_app.services import audit_post
 from tasks_app import selectors
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency
 
@@ -331,15 +330,7 @@ def _audit(
             field for field in selectors.TASK_FIELDS if before[field] != after[field]
         )
     payload.update(details or {})
-    message_post(
-        channel=channel,
-        sender=actor,
-        title=f"{event} {after['id']}",
-        body=json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False),
-        to=None,
-        status=event,
-        kind=Message.Kind.AUDIT,
-    )
+    audit_post(channel=channel, actor=actor, event=event, subject=after["id"], payload=payload)
 
 
 def _history(

@@ -133,6 +133,21 @@ class StrictDictField(serializers.DictField):
         return super().to_internal_value(data)
 
 
+class RawJSONField(serializers.Field):
+    """Any JSON value (null included), passed through unchanged for the service to judge with
+    its own codes (e.g. LEASE_INVALID_DURATION rather than a generic type error)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class AnyJSONField(serializers.JSONField):
     def to_internal_value(self, data: Any) -> Any:
         json_check_finite(self.field_name, data)

@@ -7,27 +7,11 @@ reference's order of checks (state before duration).
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentchat.core.api import StrictSerializer
-
-
-class RawJSONField(serializers.Field):
-    """Any JSON value, passed through unchanged (null included) for the service to judge."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> Any:
-        return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
+from agentchat.core.api import RawJSONField, StrictSerializer
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 1})

@@ -8,47 +8,31 @@ check order (e.g. a claim on a leased task answers LEASE_CONFLICT before it look
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentchat.core.api import StrictSerializer
+from agentchat.core.api import RawJSONField, StrictSerializer
 from tasks_app.selectors import STATUSES
 
 
-class _RawField(serializers.Field):
-    """Passes any JSON value (null included) through to the service."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data: Any) -> Any:
-        return data
-
-    def to_representation(self, value: Any) -> Any:
-        return value
-
-
 @extend_schema_field(OpenApiTypes.STR)
-class RawStringField(_RawField):
+class RawStringField(RawJSONField):
     pass
 
 
 @extend_schema_field(OpenApiTypes.NUMBER)
-class RawNumberField(_RawField):
+class RawNumberField(RawJSONField):
     pass
 
 
 @extend_schema_field(OpenApiTypes.BOOL)
-class RawBooleanField(_RawField):
+class RawBooleanField(RawJSONField):
     pass
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})
-class RawStringListField(_RawField):
+class RawStringListField(RawJSONField):
     pass
 
 

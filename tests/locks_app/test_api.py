@@ -391,7 +391,7 @@ def test_an_audit_failure_rolls_the_lock_back(alice, review, monkeypatch):
     def fail(**kwargs):
         raise AppError("FIELD_TOO_LARGE", "audit refused")
 
-    monkeypatch.setattr(services, "message_post", fail)
+    monkeypatch.setattr(services, "audit_post", fail)
     before = state()
     r = lock(alice, "a")
     assert code(r) == "FIELD_TOO_LARGE"
