@@ -1,4 +1,4 @@
-"""ASGI entry point: the wait long-poll and websockets are routed before Django (DESIGN §6)."""
+"""ASGI entry point: wait, the API lane and websockets are routed before Django (DESIGN §6)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,20 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from agentchat.core.lane import ApiLane  # noqa: E402
 from channels_app import routing as channels_routing  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": URLRouter([*channels_routing.http_urlpatterns, re_path(r"", django_asgi_app)]),
+        # The wait long-poll, then the token API straight to its views, then Django (the admin,
+        # pages, static files) with its middleware.
+        "http": URLRouter(
+            [
+                *channels_routing.http_urlpatterns,
+                re_path(r"^api/", ApiLane()),
+                re_path(r"", django_asgi_app),
+            ]
+        ),
         # Origin is checked in the consumers: agents' clients send none (DESIGN §6).
         "websocket": AuthMiddlewareStack(URLRouter(channels_routing.websocket_urlpatterns)),
     }

@@ -202,7 +202,7 @@ class StrictSerializer(serializers.Serializer):
     def validate_input(cls, data: Any, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise AppError("INVALID_JSON", "request body must be a JSON object")
-        unknown = sorted(set(data) - set(cls().fields))
+        unknown = sorted(set(data) - set(cls._declared_fields))
         if unknown:
             raise AppError(
                 cls.unknown_field_code,

@@ -8,13 +8,18 @@ plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
-from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+
+T = TypeVar("T")
 
 
 class FifoLock:
@@ -56,7 +61,54 @@ def write_atomic(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
             _sqlite_writer.release()
 
 
-def db_call(func: Any) -> Any:
-    """Run ORM work from async code on a bounded worker pool; the connection is closed after
-    each call (CONN_MAX_AGE=0), so an awaiting consumer holds no thread and no connection."""
-    return database_sync_to_async(func, thread_sensitive=False)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_thread_state = threading.local()
+
+
+def db_thread_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop that handed the current database-pool thread its work, if any."""
+    return getattr(_thread_state, "loop", None)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=settings.AGENTCHAT_DB_THREADS, thread_name_prefix="agentchat-db"
+            )
+        return _pool
+
+
+def _release_connections() -> None:
+    # SQLite connections stay open in the pool's few long-lived threads: opening one costs
+    # milliseconds, and closing the last one checkpoints and deletes the WAL. PostgreSQL ones go
+    # back to the connection pool, so a thread holds none between calls.
+    for conn in connections.all(initialized_only=True):
+        if (
+            conn.in_atomic_block
+            or conn.vendor != "sqlite"
+            or (conn.errors_occurred and not conn.is_usable())
+        ):  # a bug upstream; never leave a transaction open
+            conn.close()
+
+
+async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run ORM work from async code on a small pool of long-lived threads (the size is
+    AGENTCHAT_DB_THREADS), so awaiting code holds no thread and no connection."""
+    loop = asyncio.get_running_loop()
+
+    def call() -> T:
+        _thread_state.loop = loop
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _release_connections()
+
+    return await loop.run_in_executor(_executor(), call)
+
+
+def db_call(func: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """``await db_call(f)(*args)``: ``f`` run by ``run_db``."""
+    return functools.partial(run_db, func)

@@ -16,6 +16,8 @@ from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from agentchat.core.db import db_thread_loop
+
 logger = logging.getLogger(__name__)
 EVENT_TYPE = "agentchat.event"
 
@@ -35,10 +37,10 @@ def push_now(group: str, event: dict[str, Any]) -> None:
     if layer is None:
         return
     message = {"type": EVENT_TYPE, "event": event}
-    # Inside a request thread started by sync_to_async the server's event loop is known: hand
-    # the send to it and do not wait. Blocking on it (async_to_sync) hung daphne's shutdown
-    # when the loop stopped first.
-    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    # Inside a thread that works for the server's event loop (the database pool, or a request
+    # thread started by sync_to_async) the loop is known: hand the send to it and do not wait.
+    # Blocking on it (async_to_sync) hung daphne's shutdown when the loop stopped first.
+    loop = db_thread_loop() or getattr(SyncToAsync.threadlocal, "main_event_loop", None)
     if loop is not None and loop.is_running():
         future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
         future.add_done_callback(_log_failure)
