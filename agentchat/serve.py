@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 
+LISTEN_BACKLOG = 1024
 DAPHNE_FLAGS = [
     # Bounded websocket messages (daphne < 4.2.2 left them unbounded) and frames.
     "--websocket-max-message-size",
@@ -49,7 +50,11 @@ def main(argv: list[str] | None = None) -> None:
 
     from daphne.cli import CommandLineInterface
 
-    daphne_args = ["-b", args.host, "-p", str(args.port), *DAPHNE_FLAGS]
+    # An explicit endpoint for a deeper listen queue than Twisted's 50: a burst of a thousand
+    # agents connecting to wait would otherwise see dropped connections and retries.
+    interface = args.host.replace(":", "\\:")
+    endpoint = f"tcp:port={args.port}:interface={interface}:backlog={LISTEN_BACKLOG}"
+    daphne_args = ["-e", endpoint, *DAPHNE_FLAGS]
     if args.no_access_log:
         daphne_args += ["--access-log", os.devnull]
     code = 0

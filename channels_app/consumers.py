@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import weakref
 from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -21,7 +22,7 @@ from agentchat.core.errors import AppError, error_body
 from agentchat.core.push import EVENT_TYPE
 from agentchat.core.scope import scope_agent, scope_query, websocket_principal
 from channels_app.selectors import channel_get, channel_last_seq, message_to_dict, messages_after
-from channels_app.services import channel_group, messages_read
+from channels_app.services import channel_group, cursors_compare_and_set, messages_read
 
 REPLAY_PAGE = 500
 
@@ -125,23 +126,88 @@ class ChannelWaitConsumer:
         read = db_call(messages_read)
         try:
             while True:
-                messages, cursor = await read(channel=channel, agent=agent, advance_if_empty=False)
+                messages, cursor, known = await read(
+                    channel=channel, agent=agent, advance_if_empty=False
+                )
                 if messages:
                     return {"messages": [message_to_dict(m) for m in messages], "cursor": cursor}
-                while True:  # park until a ring that may concern us, or the deadline
+                # Park. `known`: every message up to it is known to be irrelevant to us.
+                while True:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
-                        return {"messages": [], "cursor": cursor, "timed_out": True}
+                        # One last look: a ring is at most once, the database is the record.
+                        messages, cursor, _ = await read(
+                            channel=channel, agent=agent, advance_if_empty=False
+                        )
+                        result = {"messages": [message_to_dict(m) for m in messages]}
+                        return {
+                            **result,
+                            "cursor": cursor,
+                            **({} if messages else {"timed_out": True}),
+                        }
                     try:
                         ring = await asyncio.wait_for(layer.receive(inbox), remaining)
                     except TimeoutError:
                         continue
-                    if ring.get("type") == EVENT_TYPE and ring_may_concern(
-                        ring["event"], agent.name
+                    if ring.get("type") != EVENT_TYPE:
+                        continue
+                    event = ring["event"]
+                    if not ring_may_concern(event, agent.name):
+                        if event.get("seq") == known + 1:
+                            known += 1
+                        continue
+                    # The ring carries the next message and it is ours: move the cursor onto it
+                    # (compare-and-set, batched with the other waiters it woke).
+                    if (
+                        event.get("seq") == known + 1
+                        and "message" in event
+                        and await cursor_move(agent.pk, channel.pk, cursor, event["seq"])
                     ):
-                        break
+                        return {"messages": [event["message"]], "cursor": event["seq"]}
+                    break  # a gap, a big message or a moved cursor: read the database
         finally:
             await asyncio.shield(layer.group_discard(group, inbox))
+
+
+class CursorMoves:
+    """Collects the cursor moves of the waiters that one ring woke and writes them in one
+    transaction (``cursors_compare_and_set``) instead of one transaction each."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[tuple[int, int, int, int], asyncio.Future[bool]]] = []
+
+    async def move(self, agent_id: int, channel_id: int, expected: int, new: int) -> bool:
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if not self.pending:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.flush()))
+        self.pending.append(((agent_id, channel_id, expected, new), future))
+        return await future
+
+    async def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        try:
+            results = await db_call(cursors_compare_and_set)(moves=[move for move, _ in batch])
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), moved in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(moved)
+
+
+_cursor_moves: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CursorMoves] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def cursor_move(agent_id: int, channel_id: int, expected: int, new: int) -> bool:
+    loop = asyncio.get_running_loop()
+    moves = _cursor_moves.get(loop)
+    if moves is None:
+        moves = _cursor_moves[loop] = CursorMoves()
+    return await moves.move(agent_id, channel_id, expected, new)
 
 
 class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):

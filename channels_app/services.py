@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Lower
@@ -293,9 +293,13 @@ def cursor_get(*, agent: Agent, channel: Channel) -> int:
     )
 
 
-def messages_read(
-    *, channel: Channel, agent: Agent, advance_if_empty: bool = True
-) -> tuple[list[Message], int]:
+class ReadResult(NamedTuple):
+    messages: list[Message]
+    cursor: int  # the caller's cursor afterwards
+    last_seq: int  # the channel's last seq as the read saw it
+
+
+def messages_read(*, channel: Channel, agent: Agent, advance_if_empty: bool = True) -> ReadResult:
     """SPEC §5/§8: relevant messages after the cursor; the cursor moves to the channel's max.
 
     With ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
@@ -304,11 +308,11 @@ def messages_read(
     last_seq = channel_last_seq(channel.pk)
     cursor = cursor_get(agent=agent, channel=channel)
     if cursor >= last_seq:
-        return [], cursor  # nothing new: no write transaction
+        return ReadResult([], cursor, last_seq)  # nothing new: no write transaction
     if not advance_if_empty and not messages_relevant(
         channel=channel, name=agent.name, after=cursor, upto=last_seq
     ):
-        return [], cursor
+        return ReadResult([], cursor, last_seq)
     with write_atomic():
         # Re-read inside the write transaction: the counter row and every message up to it are
         # committed together, so nothing at or below last_seq can appear later.
@@ -318,7 +322,35 @@ def messages_read(
         if last_seq > cursor and (messages or advance_if_empty):
             _cursor_set(agent=agent, channel=channel, seq=last_seq)
             cursor = last_seq
-    return messages, cursor
+    return ReadResult(messages, cursor, last_seq)
+
+
+@write_atomic()
+def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int]]) -> list[bool]:
+    """Move many cursors in one transaction: each ``(agent_id, channel_id, expected, new)``
+    moves only if the cursor still stands at ``expected`` (a missing cursor stands at 0).
+    Returns, per move, whether it happened. One ring can wake a thousand waiters; their cursor
+    writes share this transaction instead of taking one each."""
+    table = Cursor._meta.db_table
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    results = []
+    with connection.cursor() as cursor:
+        for agent_id, channel_id, expected, new in moves:
+            cursor.execute(
+                f"UPDATE {table} SET seq = %s, updated_at = %s "
+                "WHERE agent_id = %s AND channel_id = %s AND seq = %s",
+                [new, now, agent_id, channel_id, expected],
+            )
+            moved = cursor.rowcount == 1
+            if not moved and expected == 0:
+                cursor.execute(
+                    f"INSERT INTO {table} (agent_id, channel_id, seq, updated_at) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, channel_id) DO NOTHING",
+                    [agent_id, channel_id, new, now],
+                )
+                moved = cursor.rowcount == 1
+            results.append(moved)
+    return results
 
 
 @write_atomic()

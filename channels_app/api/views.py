@@ -154,7 +154,7 @@ class ReadApi(APIView):
     def post(self, request: Request, name: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name)
-        messages, cursor = services.messages_read(channel=channel, agent=request.user)
+        messages, cursor, _ = services.messages_read(channel=channel, agent=request.user)
         return Response(
             {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
         )

@@ -1,5 +1,6 @@
-"""The wait's parking discipline, in-process: it reads the database once, then only when a
-ring may concern the waiter; it never polls."""
+"""The wait's parking discipline, in-process: it reads the database when it parks and once
+more at its deadline, and in between only when a ring that may concern it cannot be served
+from the ring itself; it never polls."""
 
 from __future__ import annotations
 
@@ -7,10 +8,17 @@ import asyncio
 
 import pytest
 from channels.layers import get_channel_layer
+from django.db import transaction
 
 from agentchat.core.push import EVENT_TYPE
 from channels_app import consumers
-from channels_app.services import channel_create, channel_group, message_post
+from channels_app.services import (
+    channel_create,
+    channel_group,
+    cursor_ack,
+    cursor_get,
+    message_post,
+)
 
 
 @pytest.fixture
@@ -47,14 +55,15 @@ def test_parked_wait_reads_once_and_ignores_rings_for_others(make_agent, counted
 
     result = asyncio.run(scenario())
     assert result == {"messages": [], "cursor": 0, "timed_out": True}
-    assert counted_reads == ["bob"]
+    assert counted_reads == ["bob", "bob"]  # parking, and the last look at the deadline
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_relevant_ring_triggers_one_read_that_returns_the_message(make_agent, counted_reads):
+def test_a_relevant_ring_is_served_from_the_ring_and_moves_the_cursor(make_agent, counted_reads):
     make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="park", created_by="alice")
+    message_post(channel=channel, sender="alice", title="not for bob", to="carol")
 
     async def scenario():
         waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 10.0))
@@ -66,4 +75,64 @@ def test_a_relevant_ring_triggers_one_read_that_returns_the_message(make_agent, 
 
     result = asyncio.run(scenario())
     assert [m["title"] for m in result["messages"]] == ["hi"]
-    assert counted_reads == ["bob", "bob"]
+    assert result["cursor"] == 2
+    assert counted_reads == ["bob"]  # no second read: the ring carried the message
+    assert cursor_get(agent=bob, channel=channel) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cursor_moved_meanwhile_falls_back_to_the_database(make_agent, counted_reads):
+    make_agent("alice")
+    bob, _ = make_agent("bob")
+    channel = channel_create(name="park", created_by="alice")
+
+    async def scenario():
+        waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 3.0))
+        await asyncio.sleep(0.2)
+
+        def carol_posts_and_bob_consumes_it_elsewhere():
+            # One transaction, so the ring (sent on commit) comes after the cursor moved.
+            with transaction.atomic():
+                message_post(channel=channel, sender="carol", title="first", to="bob")
+                cursor_ack(channel=channel, agent=bob, seq=1)
+
+        await asyncio.to_thread(carol_posts_and_bob_consumes_it_elsewhere)
+        return await asyncio.wait_for(waiting, 5)
+
+    result = asyncio.run(scenario())
+    # The ring for #1 could not move the cursor from 0 (it is at 1 now): the database says
+    # nothing is left for bob, and the wait runs to its deadline.
+    assert result == {"messages": [], "cursor": 1, "timed_out": True}
+    assert len(counted_reads) >= 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(make_agent, monkeypatch):
+    from channels_app import services
+
+    make_agent("alice")
+    waiters = [make_agent(f"w{i}")[0] for i in range(20)]
+    channel = channel_create(name="park", created_by="alice")
+    batches = []
+    real = services.cursors_compare_and_set
+
+    def recording(*, moves):
+        batches.append(len(moves))
+        return real(moves=moves)
+
+    monkeypatch.setattr(consumers, "cursors_compare_and_set", recording)
+
+    async def scenario():
+        tasks = [
+            asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, w, 10.0))
+            for w in waiters
+        ]
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(lambda: message_post(channel=channel, sender="alice", title="all"))
+        return await asyncio.wait_for(asyncio.gather(*tasks), 10)
+
+    results = asyncio.run(scenario())
+    assert all([m["title"] for m in r["messages"]] == ["all"] for r in results)
+    assert sum(batches) == 20
+    assert len(batches) <= 3  # one ring, one (or a few) transactions, not twenty
+    assert all(cursor_get(agent=w, channel=channel) == 1 for w in waiters)
