@@ -37,13 +37,12 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
         )
-    token = (
-        ApiToken.objects.select_related("agent")
-        .filter(digest=token_digest(raw), revoked_at__isnull=True)
-        .first()
-    )
-    if token is None:
-        raise AppError("AUTH_INVALID", "the token is unknown or revoked")
+    try:
+        token = ApiToken.objects.select_related("agent").get(
+            digest=token_digest(raw), revoked_at__isnull=True
+        )
+    except ApiToken.DoesNotExist:
+        raise AppError("AUTH_INVALID", "the token is unknown or revoked") from None
     now = timezone.now()
     # Touch at most once a minute: a write per request would contend on SQLite.
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
