@@ -1,9 +1,12 @@
-"""Write transactions.
+"""Write transactions, and the threads that run database work for async code.
 
 ``write_atomic()`` is the transaction boundary of every service that writes. On SQLite it first
 takes a process-wide FIFO lock: SQLite's busy handler is unfair (single writers starved for
 seconds at 8 concurrent posters), and a FIFO hand-off bounds the tail. On PostgreSQL it is a
 plain ``transaction.atomic()``; row locks and conditional updates do the rest.
+
+``run_db`` / ``db_call`` run ORM work for the API lane and the consumers on a small pool of
+long-lived threads (AGENTCHAT_DB_THREADS).
 """
 
 from __future__ import annotations
@@ -84,13 +87,14 @@ def _executor() -> ThreadPoolExecutor:
 def _release_connections() -> None:
     # SQLite connections stay open in the pool's few long-lived threads: opening one costs
     # milliseconds, and closing the last one checkpoints and deletes the WAL. PostgreSQL ones go
-    # back to the connection pool, so a thread holds none between calls.
+    # back to the connection pool, so a thread holds none between calls. A connection left in
+    # a transaction (a bug) or broken is closed either way.
     for conn in connections.all(initialized_only=True):
         if (
-            conn.in_atomic_block
-            or conn.vendor != "sqlite"
+            conn.vendor != "sqlite"
+            or conn.in_atomic_block
             or (conn.errors_occurred and not conn.is_usable())
-        ):  # a bug upstream; never leave a transaction open
+        ):
             conn.close()
 
 
