@@ -140,11 +140,8 @@ class ChannelWaitConsumer:
                             channel=channel, agent=agent, advance_if_empty=False
                         )
                         result = {"messages": [message_to_dict(m) for m in messages]}
-                        return {
-                            **result,
-                            "cursor": cursor,
-                            **({} if messages else {"timed_out": True}),
-                        }
+                        result["cursor"] = cursor
+                        return result if messages else {**result, "timed_out": True}
                     try:
                         ring = await asyncio.wait_for(layer.receive(inbox), remaining)
                     except TimeoutError:
