@@ -62,11 +62,10 @@ def main(argv: list[str] | None = None) -> None:
         CommandLineInterface().run([*daphne_args, "agentchat.asgi:application"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if stuck:
-        logging.getLogger("agentchat.serve").warning(
-            "stopped; leaving %d request thread(s) that waited on the stopped loop", len(stuck)
-        )
+    left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    logging.getLogger("agentchat.serve").info(
+        "stopped; exiting without joining %d worker thread(s)", len(left)
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
