@@ -164,6 +164,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTCHAT_MAX_REQUEST_BYTES
 # Upper bound for GET …/wait/?timeout=; the reference CLI defaults to 900 s.
 AGENTCHAT_WAIT_MAX_TIMEOUT = float(os.environ.get("AGENTCHAT_WAIT_MAX_TIMEOUT", "900"))
 AGENTCHAT_WAIT_DEFAULT_TIMEOUT = 60.0
+# How often a websocket stream checks the database for a message whose ring was lost.
+AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
 # Threads that run database work for the API lane and the consumers (each keeps its SQLite
 # connection; with PostgreSQL keep it below DB_POOL_MAX).
 # Two measured best on 2 cores: more threads only contend for the GIL (189 vs 211 posts/s).

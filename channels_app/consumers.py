@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import random
 import weakref
 from typing import Any
 
@@ -25,6 +27,7 @@ from channels_app.selectors import channel_get, channel_last_seq, message_to_dic
 from channels_app.services import channel_group, cursors_compare_and_set, messages_read
 
 REPLAY_PAGE = 500
+logger = logging.getLogger(__name__)
 
 
 def parse_timeout(raw: str | None) -> float:
@@ -212,10 +215,15 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
 
     With ``since`` it first replays every message after that seq, so a reconnect loses nothing;
     frames are in seq order and each seq is sent once per connection. Never moves a cursor.
+    Rings can be lost (the layer delivers at most once, e.g. across a Redis reconnect): a gap is
+    filled from the database at the next ring, and a slow sweep (AGENTCHAT_STREAM_SWEEP_SECONDS)
+    finds a lost last message even when no ring follows it.
     """
 
     async def connect(self) -> None:
         self.group = None
+        self.sweeper: asyncio.Future[None] | None = None
+        self.sending = asyncio.Lock()  # frames go out in seq order, each once
         try:
             await db_call(websocket_principal)(self.scope)
             self.channel_row = await db_call(channel_get)(self.scope["url_route"]["kwargs"]["name"])
@@ -227,14 +235,21 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
             return
         self.group = channel_group(self.channel_row.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        # Fixed before the handshake completes: whatever is posted once the client sees the
+        # connection open is streamed to it.
         if since is None:
             self.last_sent = await db_call(channel_last_seq)(self.channel_row.pk)
         else:
             self.last_sent = int(since)
-            await self.catch_up()
+        await self.accept()
+        if since is not None:
+            async with self.sending:
+                await self.catch_up()
+        self.sweeper = asyncio.ensure_future(self.sweep())
 
     async def disconnect(self, code: int) -> None:
+        if self.sweeper is not None:
+            self.sweeper.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -243,6 +258,7 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "error", **error_body(error)})
 
     async def catch_up(self) -> None:
+        """Send every message after ``last_sent``; the caller holds ``sending``."""
         fetch = db_call(messages_after)
         while True:
             messages = await fetch(
@@ -254,12 +270,27 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
             if len(messages) < REPLAY_PAGE:
                 return
 
+    async def sweep(self) -> None:
+        interval = settings.AGENTCHAT_STREAM_SWEEP_SECONDS
+        while True:
+            await asyncio.sleep(interval * random.uniform(0.8, 1.2))  # spread the subscribers
+            try:
+                last_seq = await db_call(channel_last_seq)(self.channel_row.pk)
+                if last_seq > self.last_sent:
+                    async with self.sending:
+                        await self.catch_up()
+            except Exception:  # keep sweeping; the next ring or sweep retries
+                logger.exception("stream sweep of channel %s failed", self.channel_row.pk)
+
     async def agentchat_event(self, ring: dict[str, Any]) -> None:
         event = ring["event"]
-        if event.get("kind") != "message" or event["seq"] <= self.last_sent:
+        if event.get("kind") != "message":
             return
-        if event["seq"] == self.last_sent + 1 and "message" in event:
-            await self.send_json({"type": "message", "message": event["message"]})
-            self.last_sent = event["seq"]
-        else:
-            await self.catch_up()  # a gap (a lost ring) or a big message: read back by seq
+        async with self.sending:
+            if event["seq"] <= self.last_sent:
+                return
+            if event["seq"] == self.last_sent + 1 and "message" in event:
+                await self.send_json({"type": "message", "message": event["message"]})
+                self.last_sent = event["seq"]
+            else:
+                await self.catch_up()  # a gap (a lost ring) or a big message: read back by seq

@@ -182,6 +182,23 @@ def live(live_server_proc: ServerProcess, transactional_db: Any) -> ServerProces
     return live_server_proc
 
 
+async def in_thread(func: Callable[[], Any]) -> Any:
+    """Run ``func`` in a worker thread (so the test's event loop keeps serving consumers) and
+    close that thread's database connections afterwards: a connection left checked out of
+    PostgreSQL's pool keeps the test database from being dropped."""
+    import asyncio
+
+    from django.db import connections
+
+    def run() -> Any:
+        try:
+            return func()
+        finally:
+            connections.close_all()
+
+    return await asyncio.to_thread(run)
+
+
 def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 

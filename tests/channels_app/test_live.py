@@ -13,7 +13,7 @@ import websockets
 from django.db import connection
 
 from channels_app.models import Channel, Message
-from tests.conftest import auth
+from tests.conftest import auth, in_thread
 
 
 def create_channel(live, token, name):
@@ -354,7 +354,7 @@ def test_300_parked_waiters_all_get_one_post_with_bounded_threads_and_connection
             ]
             await asyncio.sleep(1.5)  # let every long-poll park
             parked_threads = live.threads()
-            parked_connections = await asyncio.to_thread(_db_connections, live)
+            parked_connections = await in_thread(lambda: _db_connections(live))
             assert not any(p.done() for p in polls)
             loop = asyncio.get_running_loop()
             started = loop.time()

@@ -19,6 +19,7 @@ from channels_app.services import (
     cursor_get,
     message_post,
 )
+from tests.conftest import in_thread
 
 
 @pytest.fixture
@@ -68,9 +69,7 @@ def test_a_relevant_ring_is_served_from_the_ring_and_moves_the_cursor(make_agent
     async def scenario():
         waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 10.0))
         await asyncio.sleep(0.2)
-        await asyncio.to_thread(
-            lambda: message_post(channel=channel, sender="alice", title="hi", to="bob")
-        )
+        await in_thread(lambda: message_post(channel=channel, sender="alice", title="hi", to="bob"))
         return await asyncio.wait_for(waiting, 5)
 
     result = asyncio.run(scenario())
@@ -96,7 +95,7 @@ def test_a_cursor_moved_meanwhile_falls_back_to_the_database(make_agent, counted
                 message_post(channel=channel, sender="carol", title="first", to="bob")
                 cursor_ack(channel=channel, agent=bob, seq=1)
 
-        await asyncio.to_thread(carol_posts_and_bob_consumes_it_elsewhere)
+        await in_thread(carol_posts_and_bob_consumes_it_elsewhere)
         return await asyncio.wait_for(waiting, 5)
 
     result = asyncio.run(scenario())
@@ -128,7 +127,7 @@ def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(make_agent,
             for w in waiters
         ]
         await asyncio.sleep(0.5)
-        await asyncio.to_thread(lambda: message_post(channel=channel, sender="alice", title="all"))
+        await in_thread(lambda: message_post(channel=channel, sender="alice", title="all"))
         return await asyncio.wait_for(asyncio.gather(*tasks), 10)
 
     results = asyncio.run(scenario())
