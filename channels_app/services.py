@@ -247,9 +247,8 @@ def message_post(
         "from": sender,
         "to": recipients,
     }
-    as_dict = message_to_dict(message)
     if len(body) + len(title) < PUSH_INLINE_LIMIT and data is None:
-        event["message"] = as_dict
+        event["message"] = message_to_dict(message)
     push_on_commit(channel_group(channel.pk), event)
     return message, True
 
