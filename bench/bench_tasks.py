@@ -1,0 +1,276 @@
+"""Task, lease and path-lock benchmark (PERF-NOTES B7): this server against the reference CLI.
+
+    .venv/bin/python bench/bench_tasks.py [--quick] [--skip-reference] [--json PATH]
+
+Starts a server on a throwaway SQLite database (as bench_core.py does) and prints, in one run:
+the latency of task create / claim / done and of lock / check / unlock over HTTP, 8 workers
+racing to claim a pool of tasks (claims/s, and that every task went to exactly one worker), and
+the same operations through the reference CLI (one process per operation) with the ratios.
+Bounded in count and time; traffic only to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_core import (
+    ROOT,
+    Ref,
+    Server,
+    auth,
+    channel_create,
+    create_tokens,
+    ensure_ref_venv,
+    lat_summary,
+    raise_nofile,
+)
+
+WORKERS = 8
+
+
+def timed(samples: list[float], func: Any, *args: Any, **kwargs: Any) -> Any:
+    started = time.perf_counter()
+    result = func(*args, **kwargs)
+    samples.append(time.perf_counter() - started)
+    return result
+
+
+def ours_task_ops(url: str, token: str, n: int) -> dict[str, Any]:
+    create, claim, done = [], [], []
+    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+        for i in range(n):
+            r = timed(
+                create, http.post, "/api/v1/channels/bt/tasks/", json={"id": f"T-{i}", "title": "t"}
+            )
+            assert r.status_code == 201, r.text
+            r = timed(claim, http.post, f"/api/v1/channels/bt/tasks/T-{i}/claim/", json={})
+            assert r.status_code == 200, r.text
+            r = timed(done, http.post, f"/api/v1/channels/bt/tasks/T-{i}/done/", json={})
+            assert r.status_code == 200, r.text
+    return {"create": lat_summary(create), "claim": lat_summary(claim), "done": lat_summary(done)}
+
+
+def ours_lock_ops(url: str, token: str, n: int) -> dict[str, Any]:
+    lock, check, unlock = [], [], []
+    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+        for i in range(n):
+            r = timed(
+                lock, http.post, "/api/v1/channels/bt/locks/", json={"paths": [f"src/m{i}.py"]}
+            )
+            assert r.status_code == 201, r.text
+            lock_id = r.json()["lock_id"]
+            r = timed(
+                check,
+                http.post,
+                "/api/v1/channels/bt/locks/check/",
+                json={"paths": [f"src/m{i}.py"]},
+            )
+            assert r.status_code == 200, r.text
+            r = timed(unlock, http.delete, f"/api/v1/channels/bt/locks/{lock_id}/")
+            assert r.status_code == 200, r.text
+    return {"lock": lat_summary(lock), "check": lat_summary(check), "unlock": lat_summary(unlock)}
+
+
+def ours_claim_race(url: str, tokens: list[str], creator: str, n: int) -> dict[str, Any]:
+    with httpx.Client(base_url=url, headers=auth(creator), timeout=30) as http:
+        for i in range(n):
+            r = http.post("/api/v1/channels/race/tasks/", json={"id": f"R-{i}", "title": "r"})
+            assert r.status_code == 201, r.text
+    won: dict[str, list[int]] = {}
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(tokens))
+
+    def worker(token: str) -> None:
+        order = list(range(n))
+        random.shuffle(order)
+        mine = []
+        with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+            barrier.wait()
+            for i in order:
+                r = http.post(f"/api/v1/channels/race/tasks/R-{i}/claim/", json={})
+                with lock:
+                    statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+                if r.status_code == 200:
+                    mine.append(i)
+        with lock:
+            won[token] = mine
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(len(tokens)) as pool:
+        list(pool.map(worker, tokens))
+    elapsed = time.perf_counter() - started
+    claimed = [i for mine in won.values() for i in mine]
+    attempts = sum(statuses.values())
+    return {
+        "tasks": n,
+        "workers": len(tokens),
+        "attempts": attempts,
+        "elapsed_s": round(elapsed, 3),
+        "attempts_per_s": round(attempts / elapsed, 1),
+        "claims_per_s": round(len(claimed) / elapsed, 1),
+        "each_claimed_once": sorted(claimed) == list(range(n)),
+        "statuses": statuses,
+    }
+
+
+def ref_ops(ref: Ref, n: int) -> dict[str, Any]:
+    ref.run("init", "bt")
+    create, claim, done, lock, check, unlock = [], [], [], [], [], []
+    for i in range(n):
+        timed(create, ref.run, "task", "create", "bt", f"T-{i}", "--from", "alice", "--title", "t")
+        timed(claim, ref.run, "task", "claim", "bt", f"T-{i}", "--as", "alice")
+        timed(done, ref.run, "task", "done", "bt", f"T-{i}", "--as", "alice")
+        out = timed(lock, ref.run, "lock", "bt", f"src/m{i}.py", "--as", "alice", capture=True)
+        lock_id = out.stdout.split()[1]
+        timed(check, ref.run, "check", "bt", f"src/m{i}.py")
+        timed(unlock, ref.run, "unlock", "bt", lock_id, "--as", "alice")
+    return {
+        name: lat_summary(values)
+        for name, values in (
+            ("create", create),
+            ("claim", claim),
+            ("done", done),
+            ("lock", lock),
+            ("check", check),
+            ("unlock", unlock),
+        )
+    }
+
+
+def ref_claim_race(ref: Ref, n: int) -> dict[str, Any]:
+    ref.run("init", "race")
+    for i in range(n):
+        ref.run("task", "create", "race", f"R-{i}", "--from", "alice", "--title", "r")
+    import subprocess
+
+    won: list[int] = []
+    lock = threading.Lock()
+
+    def worker(k: int) -> None:
+        order = list(range(n))
+        random.shuffle(order)
+        for i in order:
+            r = subprocess.run(
+                ref.argv("task", "claim", "race", f"R-{i}", "--as", f"w{k}"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            if r.returncode == 0:
+                with lock:
+                    won.append(i)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(worker, range(WORKERS)))
+    elapsed = time.perf_counter() - started
+    return {
+        "tasks": n,
+        "attempts_per_s": round(n * WORKERS / elapsed, 1),
+        "claims_per_s": round(len(won) / elapsed, 1),
+        "each_claimed_once": sorted(won) == list(range(n)),
+    }
+
+
+def p50(section: dict[str, Any], op: str) -> float | None:
+    return (section.get(op) or {}).get("p50_ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller counts")
+    parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--ref-venv", default="/tmp/agentchat-bench-refvenv")
+    args = parser.parse_args(argv)
+    ops_n, race_n = (30, 100) if args.quick else (100, 400)
+    ref_ops_n, ref_race_n = (10, 16) if args.quick else (20, 40)
+    raise_nofile()
+    tmp = Path(tempfile.mkdtemp(prefix="agentchat-bench-tasks-"))
+    results: dict[str, Any] = {"quick": args.quick}
+    try:
+        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}"}
+        env.pop("REDIS_URL", None)
+        import subprocess
+
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+        names = ["alice", *(f"w{k}" for k in range(WORKERS))]
+        tokens = create_tokens(env, names)
+        server = Server(env, tmp / "server.log")
+        try:
+            channel_create(server.url, tokens["alice"], "bt")
+            channel_create(server.url, tokens["alice"], "race")
+            results["ours_tasks"] = ours_task_ops(server.url, tokens["alice"], ops_n)
+            results["ours_locks"] = ours_lock_ops(server.url, tokens["alice"], ops_n)
+            results["ours_race"] = ours_claim_race(
+                server.url, [tokens[f"w{k}"] for k in range(WORKERS)], tokens["alice"], race_n
+            )
+        finally:
+            server.stop()
+        if not args.skip_reference:
+            ref = Ref(ensure_ref_venv(Path(args.ref_venv)), tmp / "refroot")
+            (tmp / "refroot").mkdir()
+            results["ref_ops"] = ref_ops(ref, ref_ops_n)
+            results["ref_race"] = ref_claim_race(ref, ref_race_n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    ours = {**results["ours_tasks"], **results["ours_locks"]}
+    theirs = results.get("ref_ops", {})
+    print(
+        f"\nTask / lease / lock benchmark ({'quick' if args.quick else 'full'}), "
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}, {os.cpu_count()} CPUs, SQLite, one daphne process"
+    )
+    print(f"{'operation (p50)':32s} {'ours':>10s} {'reference':>12s} {'ours/ref':>10s}")
+    for op in ("create", "claim", "done", "lock", "check", "unlock"):
+        a, b = p50(ours, op), p50(theirs, op)
+        ratio = f"{a / b:.3f}x" if a and b else "-"
+        print(
+            f"{'task ' + op if op in ('create', 'claim', 'done') else 'path ' + op:32s} "
+            f"{a if a is not None else '-':>8} ms {b if b is not None else '-':>9} ms {ratio:>10s}"
+        )
+    race, ref_race = results["ours_race"], results.get("ref_race", {})
+    print(
+        f"{'8 workers racing to claim':32s} {race['claims_per_s']:>8}/s "
+        f"{ref_race.get('claims_per_s', '-'):>9}/s "
+        f"{(race['claims_per_s'] / ref_race['claims_per_s']) if ref_race else 0:>9.1f}x"
+    )
+    print(
+        f"{'  attempts/s (incl. conflicts)':32s} {race['attempts_per_s']:>8}/s "
+        f"{ref_race.get('attempts_per_s', '-'):>9}/s"
+    )
+    print(
+        f"{'  every task claimed once':32s} {race['each_claimed_once']!s:>10s} "
+        f"{ref_race.get('each_claimed_once', '-')!s:>12s}"
+    )
+    print(
+        f"  ours: {race['tasks']} tasks, {race['attempts']} attempts, statuses {race['statuses']}"
+    )
+    print(
+        "Reference: one `agent-chat` process per operation (about 45 ms is interpreter start-up)."
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
