@@ -8,18 +8,23 @@ from django.db.models import Q, QuerySet
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
+from agentchat.core.rows import RowSelect
 from channels_app.models import Channel, Cursor, Message
 
 PEEK_DEFAULT = 100
 PEEK_MAX = 1000
 
 
+# Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.
+_CHANNEL_BY_NAME = RowSelect((Channel, "c"), from_="{Channel} c", where="c.name = %s")
+
+
 def channel_get(name: str) -> Channel:
     """Raises CHANNEL_NOT_FOUND."""
-    channel = Channel.objects.filter(name=name).first()
-    if channel is None:
+    row = _CHANNEL_BY_NAME.first([name])
+    if row is None:
         raise AppError("CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name})
-    return channel
+    return row[0]
 
 
 def channel_last_seq(channel_id: int) -> int:

@@ -21,6 +21,7 @@ from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
+from agentchat.core.rows import row_insert
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from channels_app.selectors import channel_last_seq, message_to_dict, messages_relevant
 
@@ -52,6 +53,11 @@ def members_normalize(members: Iterable[str]) -> list[str]:
         if member not in result:
             result.append(member)
     return result
+
+
+def recipients_column(recipients: list[str]) -> str:
+    """The stored ``,a,b,`` form the relevance filter matches ('' for a broadcast)."""
+    return "".join(f",{name}" for name in recipients) + ("," if recipients else "")
 
 
 def recipients_normalize(to: str | list[str] | None) -> list[str]:
@@ -204,30 +210,33 @@ def message_post(
             detail={"reply_to": reply_to},
         )
     try:
-        with transaction.atomic():
+        # The savepoint lets a duplicate id undo the increment; a fresh uuid needs none.
+        with transaction.atomic(savepoint=message_id is not None):
             seq = _allocate_seq(channel.pk)
             if message_id is not None and (
                 existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
             ):
                 raise _ExistingId(existing)  # undoes the increment with the savepoint
-            message = Message.objects.create(
-                id=message_id or f"msg_{uuid.uuid4().hex}",
-                channel=channel,
-                seq=seq,
-                sender=sender,
-                to=recipients,
-                recipients="".join(f",{name}" for name in recipients) + ("," if recipients else ""),
-                reply_to=reply_to,
-                ts=timezone.now(),
-                status=status,
-                title=title,
-                body=body,
-                kind=kind,
-                conversation_id=conversation_id,
-                correlation_id=correlation_id,
-                data=data,
-                content_type=content_type,
-                metadata=metadata or {},
+            message = row_insert(
+                Message(
+                    id=message_id or f"msg_{uuid.uuid4().hex}",
+                    channel=channel,
+                    seq=seq,
+                    sender=sender,
+                    to=recipients,
+                    recipients=recipients_column(recipients),
+                    reply_to=reply_to,
+                    ts=timezone.now(),
+                    status=status,
+                    title=title,
+                    body=body,
+                    kind=kind,
+                    conversation_id=conversation_id,
+                    correlation_id=correlation_id,
+                    data=data,
+                    content_type=content_type,
+                    metadata=metadata or {},
+                )
             )
     except _ExistingId as exc:
         return exc.message, False

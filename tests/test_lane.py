@@ -48,9 +48,23 @@ def test_bad_bodies_get_their_code_and_write_nothing(live, alice, payload, statu
     assert not Message.objects.exists()
 
 
-def test_non_json_is_415(live, alice):
-    r = post_raw(live, alice, b"title=x", "application/x-www-form-urlencoded")
+@pytest.mark.parametrize(
+    ("payload", "content_type"),
+    [
+        (b"title=x", "application/x-www-form-urlencoded"),
+        # The server does not decode form bodies before the API sees them (serve.py).
+        (
+            b'--b\r\nContent-Disposition: form-data; name="title"\r\n\r\n'
+            + b"x" * 200_000
+            + b"\r\n--b--\r\n",
+            "multipart/form-data; boundary=b",
+        ),
+    ],
+)
+def test_non_json_is_415(live, alice, payload, content_type):
+    r = post_raw(live, alice, payload, content_type)
     assert (r.status_code, code(r)) == (415, "UNSUPPORTED_MEDIA_TYPE")
+    assert not Message.objects.exists()
 
 
 def test_auth_failures_are_401_with_a_challenge(live, alice):
@@ -79,6 +93,9 @@ def test_success_carries_security_headers(live, alice):
     assert r.headers["content-type"] == "application/json"
     assert r.headers["X-Content-Type-Options"] == "nosniff"
     assert r.headers["X-Frame-Options"] == "DENY"
+    # The length is declared, so the body is not sent chunked.
+    assert int(r.headers["Content-Length"]) == len(r.content)
+    assert "Transfer-Encoding" not in r.headers
 
 
 def test_a_foreign_host_header_is_refused(live, alice):

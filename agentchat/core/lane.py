@@ -6,7 +6,7 @@ one, and opens and closes its own database connection. The token API needs none 
 the view runs in one hop on the database pool (``run_db``), whose long-lived threads keep their
 SQLite connection. The views, their parsing, authentication and error mapping are the same DRF
 code the in-process tests call; only the envelope differs: the body is capped while it is read,
-the host is validated, and a few security headers are set.
+the host is validated, a few security headers are set and the length is declared.
 """
 
 from __future__ import annotations
@@ -84,6 +84,9 @@ class ApiLane:
         response = await run_db(self.get_response, request)
         for header, value in SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
+        if not response.streaming and "Content-Length" not in response:
+            # Without it the body goes out chunked (as Django's CommonMiddleware would avoid).
+            response.headers["Content-Length"] = str(len(response.content))
         await self.django.send_response(response, send)
 
     def get_response(self, request: HttpRequest) -> HttpResponse:

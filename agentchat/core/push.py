@@ -16,7 +16,7 @@ from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from agentchat.core.db import db_thread_loop
+from agentchat.core.db import call_on_loop
 
 logger = logging.getLogger(__name__)
 EVENT_TYPE = "agentchat.event"
@@ -27,9 +27,13 @@ def group_name(kind: str, pk: int) -> str:
     return f"agentchat.{kind}.{pk}"
 
 
-def _log_failure(future: Any) -> None:
-    if not future.cancelled() and future.exception() is not None:
-        logger.warning("push failed: %r", future.exception())
+_sending: set[asyncio.Task[None]] = set()
+
+
+def _sent(task: asyncio.Task[None]) -> None:
+    _sending.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("push failed: %r", task.exception())
 
 
 def push_now(group: str, event: dict[str, Any]) -> None:
@@ -37,13 +41,21 @@ def push_now(group: str, event: dict[str, Any]) -> None:
     if layer is None:
         return
     message = {"type": EVENT_TYPE, "event": event}
-    # Inside a thread that works for the server's event loop (the database pool, or a request
-    # thread started by sync_to_async) the loop is known: hand the send to it and do not wait.
-    # Blocking on it (async_to_sync) hung daphne's shutdown when the loop stopped first.
-    loop = db_thread_loop() or getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+
+    def send() -> None:
+        task = asyncio.get_running_loop().create_task(layer.group_send(group, message))
+        _sending.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(_sent)
+
+    # A database-pool thread hands the send back to its event loop, which runs it with the
+    # call's result. A request thread started by sync_to_async hands it to the server's loop.
+    # Neither waits: blocking on it (async_to_sync) hung daphne's shutdown once the loop had
+    # stopped.
+    if call_on_loop(send):
+        return
+    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
     if loop is not None and loop.is_running():
-        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
-        future.add_done_callback(_log_failure)
+        loop.call_soon_threadsafe(send)
         return
     try:
         async_to_sync(layer.group_send)(group, message)
