@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
@@ -80,13 +81,29 @@ def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
 
 
 def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
-    cursors = dict(Cursor.objects.filter(agent=agent).values_list("channel_id", "seq"))
+    """Every channel with the agent's cursor and unread count, in one query: per channel, a
+    count over the (channel, seq) index range after the cursor, so it costs the unread rows,
+    not the channel's size."""
+    cursor = Coalesce(
+        Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
+        0,
+    )
+    unread = (
+        Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor"))
+        .filter(relevant_filter(agent.name))
+        .order_by()
+        .values("channel")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    channels = Channel.objects.annotate(cursor=cursor).annotate(
+        unread=Coalesce(Subquery(unread), 0)
+    )
     result = []
-    for channel in Channel.objects.order_by("name"):
-        cursor = cursors.get(channel.pk, 0)
+    for channel in channels.order_by("name"):
         data = channel_to_dict(channel)
-        data["cursor"] = cursor
-        data["unread"] = unread_count(channel=channel, agent=agent, cursor=cursor)
+        data["cursor"] = channel.cursor
+        data["unread"] = channel.unread
         result.append(data)
     return result
 

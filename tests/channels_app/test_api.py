@@ -100,6 +100,23 @@ def test_list_shows_topic_members_last_seq_and_unread(alice, bob, review):
     assert channel["members"] == ["alice", "bob"]
 
 
+def test_list_counts_unread_per_channel_in_one_query(alice, bob, django_assert_max_num_queries):
+    for name in ("c1", "c2", "c3"):
+        assert alice.post("/api/v1/channels/", {"name": name}, format="json").status_code == 201
+    for i in range(3):
+        post(alice, channel="c1", title=f"all {i}")
+    post(alice, channel="c2", title="to bob", to="bob")
+    post(alice, channel="c2", title="to carol", to="carol")
+    assert bob.post("/api/v1/channels/c1/ack/", {"seq": 2}, format="json").status_code == 200
+    with django_assert_max_num_queries(3):  # authentication, then the list
+        listed = bob.get("/api/v1/channels/").json()["channels"]
+    assert [(c["name"], c["cursor"], c["unread"]) for c in listed] == [
+        ("c1", 2, 1),
+        ("c2", 0, 1),
+        ("c3", 0, 0),
+    ]
+
+
 def test_show_and_update_channel(alice, review):
     r = alice.patch(
         "/api/v1/channels/review/", {"topic": "new", "members": ["carol"]}, format="json"
