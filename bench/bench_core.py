@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from rawhttp import HttpError, RawHttp  # noqa: E402  (bench/ is on sys.path as the script dir)
+
 REF_PACKAGE = "agent-chat-plugin==0.7.5"
 REF_VENV_DEFAULT = Path(tempfile.gettempdir()) / "agentchat-bench-refvenv"
 REF_HISTORIC_8PROC = (24.0, 34.0)  # posts/s the reference managed with 8 processes (issue 2)
@@ -339,17 +341,15 @@ def post_json(i: int, to: str | None = "bob") -> dict[str, Any]:
     return body
 
 
-def ours_posts_sequential(srv: Server, token: str, n: int, budget: float) -> dict[str, Any]:
-    import httpx
-
+async def ours_posts_sequential(srv: Server, token: str, n: int, budget: float) -> dict[str, Any]:
     channel = "bench-seq"
     channel_create(srv.url, token, channel)
     path = f"/api/v1/channels/{channel}/messages/"
     lat: list[float] = []
     errors = 0
-    with httpx.Client(base_url=srv.url, headers=auth(token), timeout=30) as client:
+    async with RawHttp(srv.url, token) as client:
         for i in range(10):  # warm-up, not counted
-            client.post(path, json=post_json(-i))
+            await client.request("POST", path, post_json(-i))
         cpu0, started = proc_cpu_s(srv.pid), time.perf_counter()
         deadline = time.monotonic() + budget
         for i in range(n):
@@ -357,9 +357,9 @@ def ours_posts_sequential(srv: Server, token: str, n: int, budget: float) -> dic
                 break
             t = time.perf_counter()
             try:
-                r = client.post(path, json=post_json(i))
-                errors += r.status_code != 201
-            except httpx.HTTPError:
+                status, _ = await client.request("POST", path, post_json(i))
+                errors += status != 201
+            except (OSError, HttpError):
                 errors += 1
             lat.append(time.perf_counter() - t)
         elapsed = time.perf_counter() - started
@@ -375,46 +375,38 @@ def ours_posts_sequential(srv: Server, token: str, n: int, budget: float) -> dic
     }
 
 
-def ours_posts_concurrent(
+async def ours_posts_concurrent(
     srv: Server, tokens: list[str], reader_token: str, each: int, budget: float
 ) -> dict[str, Any]:
-    import httpx
-
     channel = "bench-conc"
     channel_create(srv.url, tokens[0], channel)
     path = f"/api/v1/channels/{channel}/messages/"
-    barrier = threading.Barrier(len(tokens) + 1)
     lat: list[list[float]] = [[] for _ in tokens]
     errors = [0] * len(tokens)
     statuses: dict[int, int] = {}
     deadline = time.monotonic() + budget
+    clients = [await RawHttp(srv.url, token).open() for token in tokens]
 
-    def worker(k: int) -> None:
-        with httpx.Client(base_url=srv.url, headers=auth(tokens[k]), timeout=60) as client:
-            client.get(f"/api/v1/channels/{channel}/")  # open the connection before the start
-            barrier.wait(timeout=60)
-            for i in range(each):
-                if time.monotonic() > deadline:
-                    return
-                t = time.perf_counter()
-                try:
-                    r = client.post(path, json=post_json(i, to=None))
-                    if r.status_code != 201:
-                        errors[k] += 1
-                        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
-                except httpx.HTTPError:
+    async def worker(k: int) -> None:
+        for i in range(each):
+            if time.monotonic() > deadline:
+                return
+            t = time.perf_counter()
+            try:
+                status, _ = await clients[k].request("POST", path, post_json(i, to=None))
+                if status != 201:
                     errors[k] += 1
-                lat[k].append(time.perf_counter() - t)
+                    statuses[status] = statuses.get(status, 0) + 1
+            except (OSError, HttpError):
+                errors[k] += 1
+            lat[k].append(time.perf_counter() - t)
 
-    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(len(tokens))]
-    for thread in threads:
-        thread.start()
-    barrier.wait(timeout=60)
     cpu0, started = proc_cpu_s(srv.pid), time.perf_counter()
-    for thread in threads:
-        thread.join(timeout=budget + 60)
+    await asyncio.gather(*(worker(k) for k in range(len(tokens))))
     elapsed = time.perf_counter() - started
     cpu = proc_cpu_s(srv.pid) - cpu0
+    for client in clients:
+        await client.close()
     every = [x for xs in lat for x in xs]
     stored = seqs_of(srv.url, reader_token, channel)
     ok_posts = len(every) - sum(errors)
@@ -436,7 +428,6 @@ def ours_posts_concurrent(
 
 
 async def _push_latency(srv: Server, poster: str, subscriber: str, n: int, budget: float) -> dict:
-    import httpx
     from websockets.asyncio.client import connect
 
     channel = "bench-push"
@@ -452,7 +443,7 @@ async def _push_latency(srv: Server, poster: str, subscriber: str, n: int, budge
         connect(
             f"{srv.ws_url}/ws/channels/{channel}/?token={subscriber}", ping_interval=None
         ) as ws,
-        httpx.AsyncClient(base_url=srv.url, headers=auth(poster), timeout=30) as client,
+        RawHttp(srv.url, poster) as client,
     ):
 
         async def reader() -> None:
@@ -466,7 +457,7 @@ async def _push_latency(srv: Server, poster: str, subscriber: str, n: int, budge
         reading = asyncio.create_task(reader())
         try:
             for i in range(5):  # warm-up
-                await client.post(path, json=post_json(-i, to=None))
+                await client.request("POST", path, post_json(-i, to=None))
             await asyncio.sleep(0.2)
             deadline = time.monotonic() + budget
             for i in range(n):
@@ -475,9 +466,9 @@ async def _push_latency(srv: Server, poster: str, subscriber: str, n: int, budge
                 await asyncio.sleep(0.01)
                 frame.clear()
                 t0 = time.perf_counter()
-                r = await client.post(path, json=post_json(i, to=None))
+                _, posted = await client.json("POST", path, post_json(i, to=None))
                 t_resp = time.perf_counter()
-                seq = r.json()["seq"]
+                seq = posted["seq"]
                 while seq not in arrivals and time.monotonic() < deadline + 5:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(frame.wait(), 5)
@@ -500,27 +491,22 @@ async def _push_latency(srv: Server, poster: str, subscriber: str, n: int, budge
 
 
 async def _wait_latency(srv: Server, poster: str, waiter: str, n: int, budget: float) -> dict:
-    import httpx
-
     channel = "bench-wait"
     channel_create(srv.url, poster, channel)
     base = f"/api/v1/channels/{channel}"
     lat: list[float] = []
     bad = 0
-    async with (
-        httpx.AsyncClient(base_url=srv.url, headers=auth(waiter), timeout=WAIT_TIMEOUT_S + 30) as w,
-        httpx.AsyncClient(base_url=srv.url, headers=auth(poster), timeout=30) as p,
-    ):
-        await w.post(f"{base}/ack/", json={})
+    async with RawHttp(srv.url, waiter) as w, RawHttp(srv.url, poster) as p:
+        await w.request("POST", f"{base}/ack/", {})
 
         async def wait_once() -> tuple[float, dict[str, Any]]:
-            r = await w.get(f"{base}/wait/", params={"timeout": WAIT_TIMEOUT_S})
-            return time.perf_counter(), r.json()
+            _, body = await w.json("GET", f"{base}/wait/?timeout={WAIT_TIMEOUT_S}")
+            return time.perf_counter(), body
 
         for i in range(3):  # warm-up
             task = asyncio.create_task(wait_once())
             await asyncio.sleep(0.05)
-            await p.post(f"{base}/messages/", json=post_json(-i))
+            await p.request("POST", f"{base}/messages/", post_json(-i))
             await asyncio.wait_for(task, 30)
         deadline = time.monotonic() + budget
         for i in range(n):
@@ -532,14 +518,13 @@ async def _wait_latency(srv: Server, poster: str, waiter: str, n: int, budget: f
                 bad += 1
                 continue
             t0 = time.perf_counter()
-            r = await p.post(f"{base}/messages/", json=post_json(i))
-            seq = r.json()["seq"]
+            _, posted = await p.json("POST", f"{base}/messages/", post_json(i))
             try:
                 t_done, body = await asyncio.wait_for(task, 30)
             except TimeoutError:
                 bad += 1
                 continue
-            if [m["seq"] for m in body.get("messages", [])] != [seq]:
+            if [m["seq"] for m in body.get("messages", [])] != [posted["seq"]]:
                 bad += 1
                 continue
             lat.append(t_done - t0)

@@ -12,6 +12,7 @@ Bounded in count and time; traffic only to 127.0.0.1.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -24,96 +25,96 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import (
     ROOT,
     Ref,
     Server,
-    auth,
     channel_create,
     create_tokens,
     ensure_ref_venv,
     lat_summary,
     raise_nofile,
 )
+from rawhttp import RawHttp
 
 WORKERS = 8
 
 
-def timed(samples: list[float], func: Any, *args: Any, **kwargs: Any) -> Any:
+async def timed(
+    samples: list[float], client: RawHttp, method: str, path: str, body: Any = None
+) -> tuple[int, Any]:
     started = time.perf_counter()
-    result = func(*args, **kwargs)
+    result = await client.json(method, path, body)
     samples.append(time.perf_counter() - started)
     return result
 
 
-def ours_task_ops(url: str, token: str, n: int) -> dict[str, Any]:
-    create, claim, done = [], [], []
-    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+async def ours_task_ops(url: str, token: str, n: int) -> dict[str, Any]:
+    create: list[float] = []
+    claim: list[float] = []
+    done: list[float] = []
+    base = "/api/v1/channels/bt/tasks"
+    async with RawHttp(url, token) as http:
         for i in range(n):
-            r = timed(
-                create, http.post, "/api/v1/channels/bt/tasks/", json={"id": f"T-{i}", "title": "t"}
+            status, body = await timed(
+                create, http, "POST", f"{base}/", {"id": f"T-{i}", "title": "t"}
             )
-            assert r.status_code == 201, r.text
-            r = timed(claim, http.post, f"/api/v1/channels/bt/tasks/T-{i}/claim/", json={})
-            assert r.status_code == 200, r.text
-            r = timed(done, http.post, f"/api/v1/channels/bt/tasks/T-{i}/done/", json={})
-            assert r.status_code == 200, r.text
+            assert status == 201, body
+            status, body = await timed(claim, http, "POST", f"{base}/T-{i}/claim/", {})
+            assert status == 200, body
+            status, body = await timed(done, http, "POST", f"{base}/T-{i}/done/", {})
+            assert status == 200, body
     return {"create": lat_summary(create), "claim": lat_summary(claim), "done": lat_summary(done)}
 
 
-def ours_lock_ops(url: str, token: str, n: int) -> dict[str, Any]:
-    lock, check, unlock = [], [], []
-    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+async def ours_lock_ops(url: str, token: str, n: int) -> dict[str, Any]:
+    lock: list[float] = []
+    check: list[float] = []
+    unlock: list[float] = []
+    base = "/api/v1/channels/bt/locks"
+    async with RawHttp(url, token) as http:
         for i in range(n):
-            r = timed(
-                lock, http.post, "/api/v1/channels/bt/locks/", json={"paths": [f"src/m{i}.py"]}
-            )
-            assert r.status_code == 201, r.text
-            lock_id = r.json()["lock_id"]
-            r = timed(
-                check,
-                http.post,
-                "/api/v1/channels/bt/locks/check/",
-                json={"paths": [f"src/m{i}.py"]},
-            )
-            assert r.status_code == 200, r.text
-            r = timed(unlock, http.delete, f"/api/v1/channels/bt/locks/{lock_id}/")
-            assert r.status_code == 200, r.text
+            paths = {"paths": [f"src/m{i}.py"]}
+            status, body = await timed(lock, http, "POST", f"{base}/", paths)
+            assert status == 201, body
+            lock_id = body["lock_id"]
+            status, body = await timed(check, http, "POST", f"{base}/check/", paths)
+            assert status == 200, body
+            status, body = await timed(unlock, http, "DELETE", f"{base}/{lock_id}/")
+            assert status == 200, body
     return {"lock": lat_summary(lock), "check": lat_summary(check), "unlock": lat_summary(unlock)}
 
 
-def ours_claim_race(url: str, tokens: list[str], creator: str, n: int) -> dict[str, Any]:
-    with httpx.Client(base_url=url, headers=auth(creator), timeout=30) as http:
+async def ours_claim_race(url: str, tokens: list[str], creator: str, n: int) -> dict[str, Any]:
+    async with RawHttp(url, creator) as http:
         for i in range(n):
-            r = http.post("/api/v1/channels/race/tasks/", json={"id": f"R-{i}", "title": "r"})
-            assert r.status_code == 201, r.text
+            status, body = await http.json(
+                "POST", "/api/v1/channels/race/tasks/", {"id": f"R-{i}", "title": "r"}
+            )
+            assert status == 201, body
     won: dict[str, list[int]] = {}
     statuses: dict[int, int] = {}
-    lock = threading.Lock()
-    barrier = threading.Barrier(len(tokens))
+    clients = [await RawHttp(url, token).open() for token in tokens]
 
-    def worker(token: str) -> None:
+    async def worker(k: int) -> None:
         order = list(range(n))
         random.shuffle(order)
         mine = []
-        with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
-            barrier.wait()
-            for i in order:
-                r = http.post(f"/api/v1/channels/race/tasks/R-{i}/claim/", json={})
-                with lock:
-                    statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
-                if r.status_code == 200:
-                    mine.append(i)
-        with lock:
-            won[token] = mine
+        for i in order:
+            status, _ = await clients[k].request(
+                "POST", f"/api/v1/channels/race/tasks/R-{i}/claim/", {}
+            )
+            statuses[status] = statuses.get(status, 0) + 1
+            if status == 200:
+                mine.append(i)
+        won[tokens[k]] = mine
 
     started = time.perf_counter()
-    with ThreadPoolExecutor(len(tokens)) as pool:
-        list(pool.map(worker, tokens))
+    await asyncio.gather(*(worker(k) for k in range(len(tokens))))
     elapsed = time.perf_counter() - started
+    for client in clients:
+        await client.close()
     claimed = [i for mine in won.values() for i in mine]
     attempts = sum(statuses.values())
     return {
@@ -218,10 +219,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             channel_create(server.url, tokens["alice"], "bt")
             channel_create(server.url, tokens["alice"], "race")
-            results["ours_tasks"] = ours_task_ops(server.url, tokens["alice"], ops_n)
-            results["ours_locks"] = ours_lock_ops(server.url, tokens["alice"], ops_n)
-            results["ours_race"] = ours_claim_race(
-                server.url, [tokens[f"w{k}"] for k in range(WORKERS)], tokens["alice"], race_n
+            results["ours_tasks"] = asyncio.run(ours_task_ops(server.url, tokens["alice"], ops_n))
+            results["ours_locks"] = asyncio.run(ours_lock_ops(server.url, tokens["alice"], ops_n))
+            results["ours_race"] = asyncio.run(
+                ours_claim_race(
+                    server.url, [tokens[f"w{k}"] for k in range(WORKERS)], tokens["alice"], race_n
+                )
             )
         finally:
             server.stop()
