@@ -10,8 +10,9 @@ import time
 
 import httpx
 import websockets
+from django.db import connection
 
-from channels_app.models import Message
+from channels_app.models import Channel, Message
 from tests.conftest import (
     ServerProcess,
     auth,
@@ -119,3 +120,80 @@ def test_sigterm_with_posts_and_waits_in_flight_exits_within_10_s(transactional_
     # Nothing acknowledged was lost.
     stored = set(Message.objects.filter(channel__name="stop").values_list("seq", flat=True))
     assert set(acked) <= stored
+
+
+def test_sigkill_mid_posts_loses_nothing_acknowledged_and_retries_stay_idempotent(
+    transactional_db, make_agent
+):
+    _, alice = make_agent("alice")
+    first = ServerProcess()
+    r = httpx.post(f"{first.url}/api/v1/channels/", json={"name": "crash"}, headers=auth(alice))
+    assert r.status_code == 201
+    acked: dict[str, int] = {}
+    attempted: list[str] = []
+    lock = threading.Lock()
+
+    def poster(k: int) -> None:
+        with httpx.Client(base_url=first.url, headers=auth(alice), timeout=5) as http:
+            for i in range(10_000):
+                message_id = f"p{k}-{i}"
+                with lock:
+                    attempted.append(message_id)
+                try:
+                    r = http.post(
+                        "/api/v1/channels/crash/messages/",
+                        json={"id": message_id, "title": f"post {i}"},
+                    )
+                except httpx.HTTPError:
+                    return  # the server is gone
+                assert r.status_code == 201, r.text
+                with lock:
+                    acked[message_id] = r.json()["seq"]
+
+    threads = [threading.Thread(target=poster, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 20
+    while len(acked) < 100 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.proc.kill()  # SIGKILL: no shutdown code runs
+    first.proc.wait()
+    first.log.close()
+    for t in threads:
+        t.join(10)
+    assert len(acked) >= 100
+
+    def stored() -> dict[str, int]:
+        return dict(Message.objects.filter(channel__name="crash").values_list("id", "seq"))
+
+    def assert_consistent(rows: dict[str, int]) -> None:
+        assert sorted(rows.values()) == list(range(1, len(rows) + 1))  # no gap, no duplicate
+        assert Channel.objects.get(name="crash").last_seq == len(rows)
+
+    after_crash = stored()
+    assert_consistent(after_crash)
+    assert all(after_crash.get(mid) == seq for mid, seq in acked.items())  # acked were kept
+    assert set(after_crash) <= set(attempted)
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA integrity_check")
+            assert cursor.fetchone()[0] == "ok"
+
+    # A restarted server takes every retry: committed ids answer 200 with their first seq,
+    # the rest are stored once.
+    second = ServerProcess()
+    try:
+        with httpx.Client(base_url=second.url, headers=auth(alice), timeout=10) as http:
+            for message_id in attempted:
+                r = http.post(
+                    "/api/v1/channels/crash/messages/",
+                    json={"id": message_id, "title": "retry"},
+                )
+                assert r.status_code == (200 if message_id in after_crash else 201), r.text
+                if message_id in after_crash:
+                    assert r.json()["seq"] == after_crash[message_id]
+    finally:
+        second.stop()
+    final = stored()
+    assert set(final) == set(attempted)
+    assert_consistent(final)
