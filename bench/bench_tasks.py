@@ -41,7 +41,14 @@ from rawhttp import RawHttp
 WORKERS = 8
 
 
-async def timed(
+def timed(samples: list[float], func: Any, *args: Any, **kwargs: Any) -> Any:
+    started = time.perf_counter()
+    result = func(*args, **kwargs)
+    samples.append(time.perf_counter() - started)
+    return result
+
+
+async def timed_http(
     samples: list[float], client: RawHttp, method: str, path: str, body: Any = None
 ) -> tuple[int, Any]:
     started = time.perf_counter()
@@ -57,13 +64,13 @@ async def ours_task_ops(url: str, token: str, n: int) -> dict[str, Any]:
     base = "/api/v1/channels/bt/tasks"
     async with RawHttp(url, token) as http:
         for i in range(n):
-            status, body = await timed(
+            status, body = await timed_http(
                 create, http, "POST", f"{base}/", {"id": f"T-{i}", "title": "t"}
             )
             assert status == 201, body
-            status, body = await timed(claim, http, "POST", f"{base}/T-{i}/claim/", {})
+            status, body = await timed_http(claim, http, "POST", f"{base}/T-{i}/claim/", {})
             assert status == 200, body
-            status, body = await timed(done, http, "POST", f"{base}/T-{i}/done/", {})
+            status, body = await timed_http(done, http, "POST", f"{base}/T-{i}/done/", {})
             assert status == 200, body
     return {"create": lat_summary(create), "claim": lat_summary(claim), "done": lat_summary(done)}
 
@@ -76,12 +83,12 @@ async def ours_lock_ops(url: str, token: str, n: int) -> dict[str, Any]:
     async with RawHttp(url, token) as http:
         for i in range(n):
             paths = {"paths": [f"src/m{i}.py"]}
-            status, body = await timed(lock, http, "POST", f"{base}/", paths)
+            status, body = await timed_http(lock, http, "POST", f"{base}/", paths)
             assert status == 201, body
             lock_id = body["lock_id"]
-            status, body = await timed(check, http, "POST", f"{base}/check/", paths)
+            status, body = await timed_http(check, http, "POST", f"{base}/check/", paths)
             assert status == 200, body
-            status, body = await timed(unlock, http, "DELETE", f"{base}/{lock_id}/")
+            status, body = await timed_http(unlock, http, "DELETE", f"{base}/{lock_id}/")
             assert status == 200, body
     return {"lock": lat_summary(lock), "check": lat_summary(check), "unlock": lat_summary(unlock)}
 
