@@ -365,7 +365,7 @@ def _reload(task: Task) -> Task:
 
 
 def _dependencies(task: Task) -> list[Task]:
-    return [link.dependency for link in task.dependency_links.all()]
+    return [link.dependency for link in selectors.task_links(task)]
 
 
 # --- tasks ----------------------------------------------------------------------------------------

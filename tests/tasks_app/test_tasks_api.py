@@ -232,6 +232,20 @@ def test_list_says_what_is_ready_and_what_blocks(alice, bob, backend):
     ]
 
 
+def test_list_costs_the_same_queries_for_one_task_or_many(
+    alice, backend, django_assert_max_num_queries
+):
+    created(alice, "A")
+    for i in range(10):
+        created(alice, f"T{i}", depends_on=["A"])
+    created(alice, "Z", depends_on=["T0", "T1"])
+    # Authentication, the channel, the tasks with their channel and lease, their links.
+    with django_assert_max_num_queries(4):
+        tasks = alice.get(tasks_url()).json()["tasks"]
+    assert len(tasks) == 12
+    assert tasks[-1]["depends_on"] == ["T0", "T1"]
+
+
 def test_list_filters_by_status_and_owner(alice, backend):
     created(alice, "A", owner="bob")
     created(alice, "B")
