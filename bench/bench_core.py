@@ -996,16 +996,20 @@ def create_tokens(env: dict[str, str], names: list[str]) -> dict[str, str]:
         return dict(zip(names, pool.map(one, names), strict=True))
 
 
-def measure_ours(run: Run, plan: Plan, tmp: Path) -> None:
-    db = tmp / "db.sqlite3"
+def measure_ours(
+    run: Run, plan: Plan, tmp: Path, database_url: str | None, redis_url: str | None
+) -> None:
+    db = database_url or f"sqlite:///{tmp / 'db.sqlite3'}"
     env = {
         **os.environ,
-        "DATABASE_URL": f"sqlite:///{db}",
+        "DATABASE_URL": db,
         "DJANGO_SETTINGS_MODULE": "agentchat.settings",
         "DEBUG": "0",
         "LOG_LEVEL": "WARNING",
     }
     env.pop("REDIS_URL", None)  # the single-process default: in-memory channel layer
+    if redis_url:
+        env["REDIS_URL"] = redis_url
     log(f"migrating {db}")
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"],
@@ -1357,6 +1361,14 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def postgres_admin(server_url: str, statement: str) -> None:
+    """Run a statement (CREATE / DROP DATABASE) in the server's ``postgres`` database."""
+    import psycopg
+
+    with psycopg.connect(f"{server_url.rstrip('/')}/postgres", autocommit=True) as conn:
+        conn.execute(statement)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts (about 3 minutes)")
@@ -1371,6 +1383,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"scratch venv for {REF_PACKAGE} (reused if present)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (for debugging)")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="run our server on PostgreSQL: a throwaway database is created on the server at "
+        "URL (e.g. postgres://postgres@127.0.0.1:5432) and dropped afterwards",
+    )
+    parser.add_argument("--redis", metavar="URL", help="use the Redis channel layer at URL")
     parser.add_argument("--django-helper", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.django_helper:
@@ -1396,11 +1415,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     tmp = Path(tempfile.mkdtemp(prefix="agentchat-bench-"))
     log(f"temp dir {tmp}; mode {run.results['mode']}")
+    run.results["backend"] = (
+        f"{'PostgreSQL' if args.postgres else 'SQLite'} + "
+        f"{'Redis' if args.redis else 'in-memory'} layer"
+    )
+    pg_database = f"agentchat_bench_{os.getpid()}" if args.postgres else None
     try:
-        run.section("ours", measure_ours, run, plan, tmp)
+        database_url = None
+        if args.postgres:
+            postgres_admin(args.postgres, f'CREATE DATABASE "{pg_database}"')
+            database_url = f"{args.postgres.rstrip('/')}/{pg_database}"
+        run.section("ours", measure_ours, run, plan, tmp, database_url, args.redis)
         if not args.skip_reference:
             measure_reference(run, plan, tmp, args.ref_venv)
     finally:
+        if pg_database:
+            postgres_admin(args.postgres, f'DROP DATABASE IF EXISTS "{pg_database}" WITH (FORCE)')
         if args.keep:
             log(f"kept {tmp}")
         else:
@@ -1415,7 +1445,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"AgentChat core benchmark ({info['mode']}), {info['started']}, "
         f"{info['machine_start']['cpus']} CPUs, Python {info['machine_start']['python']}, "
-        f"SQLite + in-memory layer, one daphne process"
+        f"{info['backend']}, one daphne process"
     )
     print(
         f"load average at start {info['machine_start']['loadavg']}, at end "
