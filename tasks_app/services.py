@@ -33,6 +33,7 @@ from typing import Any, NoReturn
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.db.models.functions import Lower
 
 from agentchat.core import clock
 from agentchat.core.api import field_size_check
@@ -405,7 +406,13 @@ def task_create(
     branch = None if branch is None else _check_text(branch, "branch", "TASK_INVALID_BRANCH")
 
     _lock_channel(channel)
-    existing = Task.objects.filter(channel=channel, task_id__iexact=task_id).first()
+    # Compared as lower(task_id), so the case-insensitive unique index answers it (``iexact``
+    # compiles to LIKE / UPPER() and scanned every task of the channel).
+    existing = (
+        Task.objects.annotate(lower_id=Lower("task_id"))
+        .filter(channel=channel, lower_id=task_id.lower())
+        .first()
+    )
     if existing is not None:
         raise AppError(
             "TASK_ALREADY_EXISTS",
