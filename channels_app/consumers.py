@@ -8,6 +8,7 @@ lost or late ring delays nothing that a later ring or the timeout does not recov
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -166,7 +167,33 @@ class ChannelWaitConsumer:
                         return {"messages": [event["message"]], "cursor": event["seq"]}
                     break  # a gap, a big message or a moved cursor: read the database
         finally:
-            await asyncio.shield(layer.group_discard(group, inbox))
+            await asyncio.shield(_close_inbox(layer, group, inbox))
+
+
+async def _close_inbox(layer: Any, group: str, inbox: str) -> None:
+    """Leave the group and free the inbox. Channels has no call that deletes a channel: the
+    in-memory layer keeps rings that arrived after the wait had its answer for a minute (and
+    scans them on every send), and the Redis pub/sub layer stays subscribed to the inbox for
+    good. Both free a channel when a receive on it is cancelled, so: drain, then cancel one."""
+    await layer.group_discard(group, inbox)
+    held = getattr(layer, "channels", None)  # the channels the layer holds in this process
+    if not isinstance(held, dict):
+        return
+    for _ in range(_INBOX_DRAIN_MAX):
+        if inbox not in held:
+            return  # never subscribed again just to be freed
+        receiving = asyncio.ensure_future(layer.receive(inbox))
+        await asyncio.sleep(0)  # a queued ring is taken at once; an empty inbox parks
+        if not receiving.done():
+            receiving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await receiving
+            return
+        if receiving.exception() is not None:
+            return
+
+
+_INBOX_DRAIN_MAX = 1000  # more stale rings than this are left to the layer's expiry
 
 
 class CursorMoves:

@@ -135,3 +135,51 @@ def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(make_agent,
     assert sum(batches) == 20
     assert len(batches) <= 3  # one ring, one (or a few) transactions, not twenty
     assert all(cursor_get(agent=w, channel=channel) == 1 for w in waiters)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_wait_frees_its_inbox_even_with_rings_left_in_it(make_agent):
+    # Rings that arrive while a wait moves its cursor stay in its inbox once it has answered.
+    # Left there, the in-memory layer kept them for a minute and the Redis pub/sub layer kept
+    # the inbox subscribed for good, one more per wait.
+    make_agent("alice")
+    bob, _ = make_agent("bob")
+    channel = channel_create(name="park", created_by="alice")
+
+    async def scenario():
+        layer = get_channel_layer()
+        before = set(layer.channels)
+        for round_ in range(5):
+            waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 10.0))
+            await asyncio.sleep(0.1)
+            for k in range(1, 4):
+                seq = 3 * round_ + k
+                message = {"seq": seq, "title": f"m{seq}"}
+                await ring(
+                    channel,
+                    kind="message",
+                    seq=seq,
+                    to=["bob"],
+                    message=message,
+                    **{"from": "alice"},
+                )
+            result = await asyncio.wait_for(waiting, 5)
+            assert [m["seq"] for m in result["messages"]] == [3 * round_ + 1]
+            await cursor_ack_async(bob, channel, 3 * round_ + 3)
+        # And a wait that times out.
+        await consumers.ChannelWaitConsumer.wait(channel, bob, 0.2)
+        await asyncio.sleep(0.1)
+        return before, set(layer.channels)
+
+    async def cursor_ack_async(agent, channel, seq):
+        # The rings above stand for messages never stored; move the cursor past them.
+        from channels_app.models import Channel
+
+        def ack():
+            Channel.objects.filter(pk=channel.pk).update(last_seq=seq)
+            cursor_ack(channel=channel, agent=agent, seq=seq)
+
+        await in_thread(ack)
+
+    before, after = asyncio.run(scenario())
+    assert after == before
