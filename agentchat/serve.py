@@ -62,8 +62,8 @@ def pin_to_one_cpu(choice: str, port: int) -> int | None:
     The server is bound by the GIL to about one core's work. Spread over two cores, each
     hand-off of the GIL between the event loop and a database thread (several per request:
     SQLite releases the GIL around every statement) is a cross-core wake-up, and the write
-    transaction waits for it. Measured here with 8 clients posting: 1.4-1.8 ms of CPU per post
-    pinned against 2.4-3.1 ms unpinned, 540-700 against 330-440 posts/s. ``choice`` is
+    transaction waits for it. Measured here in five alternating runs with 8 clients posting:
+    median 478 posts/s and 2.1 ms of CPU per post pinned, 355 and 2.9 ms unpinned. ``choice`` is
     ``auto`` (one of the allowed CPUs, picked by port so that processes on consecutive ports
     spread out), ``none``, or a CPU number. Threads started later inherit the affinity.
     """
