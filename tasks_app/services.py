@@ -305,17 +305,20 @@ def _dependencies_replace(task: Task, dependencies: Iterable[Task]) -> None:
     )
 
 
-def _audit(
+def _reload_and_audit(
+    task: Task,
     *,
     channel: Channel,
     actor: str,
     event: str,
-    after: dict[str, Any],
     before: dict[str, Any] | None = None,
     details: dict[str, Any] | None = None,
-) -> None:
-    """Post the reference's audit message: status = event, title ``<event> <task_id>``, body
-    the key-sorted JSON payload (REFERENCE-CLI §3.13 with its correction)."""
+) -> Task:
+    """Reload the written task and post the reference's audit message of its new record:
+    status = event, title ``<event> <task_id>``, body the key-sorted JSON payload
+    (REFERENCE-CLI §3.13 with its correction). Returns the reloaded task."""
+    task = selectors.task_get(channel=task.channel, task_id=task.task_id)
+    after = selectors.task_record(task)
     payload: dict[str, Any] = {
         "event": event,
         "task_id": after["id"],
@@ -332,6 +335,7 @@ def _audit(
         )
     payload.update(details or {})
     audit_post(channel=channel, actor=actor, event=event, subject=after["id"], payload=payload)
+    return task
 
 
 def _history(
@@ -359,10 +363,6 @@ def _history(
         recovery_reason=recovery_reason,
         transaction_id=transaction_id,
     )
-
-
-def _reload(task: Task) -> Task:
-    return selectors.task_get(channel=task.channel, task_id=task.task_id)
 
 
 def _dependencies(task: Task) -> list[Task]:
@@ -445,14 +445,12 @@ def task_create(
             detail={"task_id": task_id},
         ) from None
     _dependencies_replace(task, dependencies)
-    task = _reload(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=created_by,
         event="task.created",
-        after=selectors.task_record(task),
     )
-    return task
 
 
 def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, Any]) -> Task:
@@ -512,15 +510,13 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
     )
     if depends_on is not None:
         _dependencies_replace(task, dependencies)
-    task = _reload(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=actor,
         event="task.updated",
-        after=selectors.task_record(task),
         before=before,
     )
-    return task
 
 
 @write_atomic()
@@ -706,17 +702,14 @@ def lease_claim(
         lease_expires_at=expires_at,
         transaction_id=transaction_id,
     )
-    task = _reload(task)
-    after = selectors.task_record(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=actor,
         event="lease.claimed",
-        after=after,
         before=before,
         details={"lease_owner": actor, "transaction_id": transaction_id},
     )
-    return task
 
 
 @write_atomic()
@@ -754,16 +747,14 @@ def lease_renew(
         previous_lease_expires_at=previous_expiry,
         transaction_id=transaction_id,
     )
-    task = _reload(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=actor,
         event="lease.renewed",
-        after=selectors.task_record(task),
         before=before,
         details={"lease_owner": actor, "transaction_id": transaction_id},
     )
-    return task
 
 
 def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Task:
@@ -815,16 +806,14 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
             "previous_lease_expires_at": selectors.ts_format(previous_expiry),
             "transaction_id": transaction_id,
         }
-    task = _reload(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=actor,
         event=event,
-        after=selectors.task_record(task),
         before=before,
         details=details,
     )
-    return task
 
 
 @write_atomic()
@@ -916,12 +905,11 @@ def lease_recover(
         recovery_reason=reason,
         transaction_id=transaction_id,
     )
-    task = _reload(task)
-    _audit(
+    return _reload_and_audit(
+        task,
         channel=channel,
         actor=actor,
         event="lease.recovered",
-        after=selectors.task_record(task),
         before=before,
         details={
             "lease_owner": new_owner,
@@ -931,7 +919,6 @@ def lease_recover(
             "transaction_id": transaction_id,
         },
     )
-    return task
 
 
 def lease_recover_pending(*, channel: Channel) -> NoReturn:
