@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from agentchat import views
-from agentchat.core.errors import AppError, error_body
+from agentchat.core.errors import AppError, error_http_response, internal_error
 
 admin.site.site_header = "AgentChat administration"
 admin.site.site_title = "AgentChat admin"
@@ -32,14 +32,11 @@ urlpatterns = [
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse(
-            error_body(AppError("NOT_FOUND", f"no API route {request.path}")), status=404
-        )
+        return error_http_response(AppError("NOT_FOUND", f"no API route {request.path}"))
     return views.not_found(request)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
-        body = error_body(AppError("INTERNAL_ERROR", "internal server error"))
-        return JsonResponse(body, status=500)
+        return error_http_response(internal_error())
     return HttpResponse("Internal server error", status=500, content_type="text/plain")

@@ -117,10 +117,16 @@ def _check_text(value: object, field: str, code: str, *, allow_empty: bool = Fal
     return value
 
 
+_LIST_CODES = {
+    "depends_on": "TASK_INVALID_DEPENDS_ON",
+    "files_hint": "TASK_INVALID_FILES_HINT",
+    "acceptance": "TASK_INVALID_ACCEPTANCE",
+}
+
+
 def _check_list(value: object, field: str) -> list[Any]:
     if not isinstance(value, list):
-        code = f"TASK_INVALID_{field.upper()}"
-        raise AppError(code, f"{field} must be a JSON array", detail={"field": field})
+        raise AppError(_LIST_CODES[field], f"{field} must be a JSON array", detail={"field": field})
     return value
 
 
@@ -562,10 +568,13 @@ def task_update(
         )
         if value is not UNSET
     }
-    for name, flag in (("owner", clear_owner), ("branch", clear_branch)):
+    for name, flag, code in (
+        ("owner", clear_owner, "TASK_INVALID_OWNER"),
+        ("branch", clear_branch, "TASK_INVALID_BRANCH"),
+    ):
         if name in changes and changes[name] is None:
             raise AppError(
-                f"TASK_INVALID_{name.upper()}",
+                code,
                 f"{name} must be a string (use clear_{name} to set it to null)",
                 detail={"field": name},
             )

@@ -1,61 +1,157 @@
-"""The one application error type and its single mapping to HTTP.
+"""The one error table, the one application error type, and the one renderer.
 
-In app code, just raise ``AppError("CODE", "message", detail={...})``. The HTTP status comes
-from ``STATUS_BY_CODE`` (one table for every app), so a code always means the same status.
-Every surface (DRF views, the wait consumer, websocket error frames, management commands)
-turns the error into the body ``{"error": {"code", "message", "detail"}}`` through
-``error_body``.
+Every code the server can answer is declared once below (``_TABLE``) with its HTTP status, its
+command-line exit family and one line saying what it means. In app code, just raise
+``AppError("CODE", "message", detail={...})`` with the code as a string literal, so that a
+code can be found by grep; raising an undeclared code is a programming error
+(``UndeclaredErrorCode``), and a test scans the sources for literal codes that are not declared.
+
+Every surface turns an error into its answer through ``error_render``: the DRF exception
+handler, the API lane, the 404/500 handlers, the wait consumer, websocket error frames and
+management commands (``error_command``); the coming CLI, MCP server and SSE endpoints will too.
+
+Exit families are the reference CLI's (REFERENCE-CLI §5): 1 for plain errors (every
+``PATH_LOCK_*`` and ``STATE_*`` code among them), 2 for ``TASK_*``, ``LEASE_*``, ``EVENT_*`` and
+usage errors, 3 for a lost marker claim.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-# Codes not listed here are validation failures: 400.
-STATUS_BY_CODE: dict[str, int] = {
-    # auth
-    "AUTH_REQUIRED": 401,
-    "AUTH_INVALID": 401,
-    "SENDER_MISMATCH": 403,
-    "FORBIDDEN": 403,
-    # lookups
-    "NOT_FOUND": 404,
-    "CHANNEL_NOT_FOUND": 404,
-    "TASK_NOT_FOUND": 404,
-    "LEASE_NOT_FOUND": 404,
-    "PATH_LOCK_NOT_FOUND": 404,
-    "METHOD_NOT_ALLOWED": 405,
-    # conflicts
-    "CHANNEL_EXISTS": 409,
-    "MARKER_ALREADY_CLAIMED": 409,
-    "ID_CONFLICT": 409,
-    "TASK_ALREADY_EXISTS": 409,
-    "TASK_INVALID_TRANSITION": 409,
-    "TASK_DEPENDENCY_NOT_READY": 409,
-    "TASK_DEPENDENCY_CYCLE": 409,
-    "LEASE_CONFLICT": 409,
-    "LEASE_RECOVERY_REQUIRED": 409,
-    "LEASE_NOT_EXPIRED": 409,
-    "LEASE_MUTATION_REQUIRED": 409,
-    "LEASE_TRANSACTION_NOT_FOUND": 409,
-    "LEASE_OWNER_MISMATCH": 403,
-    "TASK_CONFLICT": 409,  # ours: a compare-and-set on a task row lost (never expected)
-    "PATH_LOCK_CONFLICT": 409,
-    "PATH_LOCK_RECOVERY_REQUIRED": 409,
-    "PATH_LOCK_NOT_STALE": 409,
-    "PATH_LOCK_OWNER_MISMATCH": 403,
-    # sizes
-    "REQUEST_TOO_LARGE": 413,
-    "FIELD_TOO_LARGE": 413,
-    "UNSUPPORTED_MEDIA_TYPE": 415,
-    "SERVICE_UNAVAILABLE": 503,
-}
+from django.core.management.base import CommandError
+from django.http import HttpResponse
+
+EXIT_PLAIN = 1
+EXIT_USAGE = 2  # the reference's family of TASK_/LEASE_/EVENT_ codes and argument errors
+EXIT_CLAIM_LOST = 3
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: str
+    status: int
+    exit: int
+    meaning: str
+
+
+def _exit_family(code: str) -> int:
+    if code.startswith(("TASK_", "LEASE_", "EVENT_")):
+        return EXIT_USAGE
+    if code == "MARKER_ALREADY_CLAIMED":
+        return EXIT_CLAIM_LOST
+    return EXIT_PLAIN
+
+
+# (code, HTTP status, meaning). Grouped by what they are about; the exit family follows from
+# the code's family unless a fourth element names it.
+_TABLE: tuple[tuple[Any, ...], ...] = (
+    # --- authentication and identity
+    ("AUTH_REQUIRED", 401, "no bearer token (or session) was sent"),
+    ("AUTH_INVALID", 401, "the token is unknown or revoked, or the Authorization header is bad"),
+    ("SENDER_MISMATCH", 403, "`from` names another agent than the token's"),
+    ("FORBIDDEN", 403, "the request is not allowed (e.g. a websocket Origin that is not ours)"),
+    ("AGENT_NOT_FOUND", 404, "no agent of that name"),
+    # --- the request itself
+    ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
+    ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),
+    ("INVALID_TEXT", 400, "a string or key is not valid Unicode text (e.g. a lone surrogate)"),
+    ("JSON_TOO_DEEP", 400, "JSON nested deeper than the limit (64 levels)"),
+    ("UNKNOWN_FIELD", 400, "a field or query parameter that the operation does not take"),
+    ("MISSING_FIELD", 400, "a required field is missing"),
+    ("INVALID_TYPE", 400, "a field has the wrong JSON type"),
+    ("INVALID_VALUE", 400, "a field's value is out of its range or rules"),
+    ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
+    ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range", 2),
+    ("INVALID_TIMEOUT", 400, "a wait timeout is not a number of seconds in range", 2),
+    ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
+    ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
+    ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
+    ("FIELD_TOO_LARGE", 413, "one field is over its limit (512 KiB)"),
+    ("UNSUPPORTED_MEDIA_TYPE", 415, "the body is not application/json"),
+    # --- lookups
+    ("NOT_FOUND", 404, "no such route or object"),
+    ("CHANNEL_NOT_FOUND", 404, "no such channel (or it is members-only and you are no member)"),
+    ("REPLY_TO_NOT_FOUND", 400, "reply_to names no message of the channel"),
+    # --- channels, messages, markers
+    ("CHANNEL_EXISTS", 409, "a channel of that name exists (names are unique ignoring case)"),
+    ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
+    ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
+    # --- tasks (the reference's TASK_* codes)
+    ("TASK_NOT_FOUND", 404, "no such task in the channel"),
+    ("TASK_ALREADY_EXISTS", 409, "a task with that id exists (ids are unique ignoring case)"),
+    ("TASK_INVALID_ID", 400, "a task id breaks [A-Za-z0-9][A-Za-z0-9._-]*, at most 128"),
+    ("TASK_INVALID_TITLE", 400, "a task title is empty, not one line, or too long"),
+    ("TASK_INVALID_STATUS", 400, "an unknown task status"),
+    ("TASK_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
+    ("TASK_INVALID_BRANCH", 400, "a branch that is not one line of text"),
+    ("TASK_INVALID_ACCEPTANCE", 400, "acceptance is not a list of lines of text"),
+    ("TASK_INVALID_FILES_HINT", 400, "files_hint is not a list of workspace paths"),
+    ("TASK_INVALID_DEPENDS_ON", 400, "depends_on is not a list of task ids"),
+    ("TASK_INVALID_DEPENDENCY_ID", 400, "a dependency is not a valid task id"),
+    ("TASK_DUPLICATE_DEPENDENCY", 400, "a dependency is listed twice"),
+    ("TASK_UNKNOWN_DEPENDENCY", 400, "a dependency names no task of the channel"),
+    ("TASK_DEPENDENCY_CYCLE", 409, "the dependencies would form a cycle"),
+    ("TASK_DEPENDENCY_NOT_READY", 409, "entering in_progress or done needs every dependency done"),
+    ("TASK_INVALID_TRANSITION", 409, "the status transition is not allowed"),
+    ("TASK_INVALID_UPDATE", 400, "an update that names no field"),
+    ("TASK_PATH_OUTSIDE_WORKSPACE", 400, "a files_hint path leaves the workspace"),
+    ("TASK_UNKNOWN_FIELD", 400, "a task request field that is not known"),
+    ("TASK_REQUIRED_FIELD_MISSING", 400, "a required task field is missing"),
+    ("TASK_CONFLICT", 409, "the task changed concurrently (a compare-and-set lost)"),
+    # --- leases (the reference's LEASE_* codes)
+    ("LEASE_NOT_FOUND", 404, "the task has no lease"),
+    ("LEASE_CONFLICT", 409, "another agent holds an unexpired lease"),
+    ("LEASE_RECOVERY_REQUIRED", 409, "the lease expired: recover it explicitly with a reason"),
+    ("LEASE_NOT_EXPIRED", 409, "recovery of a lease that has not expired"),
+    ("LEASE_MUTATION_REQUIRED", 409, "owner and status of a leased task change by lease actions"),
+    ("LEASE_TRANSACTION_NOT_FOUND", 409, "nothing is pending: mutations are single transactions"),
+    ("LEASE_OWNER_MISMATCH", 403, "the lease belongs to another agent"),
+    ("LEASE_INVALID_DURATION", 400, "lease_seconds is not a number > 0 within the maximum"),
+    ("LEASE_INVALID_REASON", 400, "a recovery reason that is empty or not one line"),
+    ("LEASE_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
+    ("LEASE_UNKNOWN_FIELD", 400, "a lease request field that is not known"),
+    ("LEASE_REQUIRED_FIELD_MISSING", 400, "a required lease field is missing"),
+    # --- path locks (the reference's PATH_LOCK_* codes; exit family 1 as in the reference)
+    ("PATH_LOCK_NOT_FOUND", 404, "no lock with that id or path"),
+    ("PATH_LOCK_CONFLICT", 409, "the paths overlap an active lock (or each other)"),
+    ("PATH_LOCK_RECOVERY_REQUIRED", 409, "the paths overlap an expired lock: recover it"),
+    ("PATH_LOCK_NOT_STALE", 409, "recovery of a lock that has not expired"),
+    ("PATH_LOCK_OWNER_MISMATCH", 403, "the lock belongs to another agent"),
+    ("PATH_LOCK_INVALID_PATH", 400, "a path that breaks the workspace path rules"),
+    ("PATH_LOCK_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
+    ("PATH_LOCK_INVALID_DURATION", 400, "lease_seconds is not a number > 0 within the maximum"),
+    ("PATH_LOCK_INVALID_REASON", 400, "a recovery reason that is empty or not one line"),
+    ("PATH_LOCK_INVALID_LOCK_ID", 400, "a malformed lock id, or both or neither of id and path"),
+    # --- the server
+    ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
+    ("INTERNAL_ERROR", 500, "a bug: the server logged it"),
+)
+
+
+ERRORS: dict[str, ErrorCode] = {}
+for _row in _TABLE:
+    _code, _status, _meaning = _row[:3]
+    if _code in ERRORS:
+        raise RuntimeError(f"error code {_code} is declared twice")
+    ERRORS[_code] = ErrorCode(
+        _code, _status, _row[3] if len(_row) > 3 else _exit_family(_code), _meaning
+    )
+
+
+class UndeclaredErrorCode(LookupError):
+    """Raised (a bug, answered 500) when code raises an AppError whose code is not declared."""
 
 
 class AppError(Exception):
-    """An expected failure with a stable code; services raise it, surfaces render it."""
+    """An expected failure with a stable, declared code; services raise it, surfaces render it."""
 
     def __init__(self, code: str, message: str, *, detail: dict[str, Any] | None = None) -> None:
+        if code not in ERRORS:
+            raise UndeclaredErrorCode(f"error code {code!r} is not declared in the error table")
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -63,8 +159,88 @@ class AppError(Exception):
 
     @property
     def status(self) -> int:
-        return STATUS_BY_CODE.get(self.code, 400)
+        return ERRORS[self.code].status
+
+    @property
+    def exit_code(self) -> int:
+        return ERRORS[self.code].exit
+
+
+@dataclass(frozen=True)
+class RenderedError:
+    """An error as every surface sends it: status, headers and the JSON body."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def content(self) -> bytes:
+        return json.dumps(self.body, ensure_ascii=False).encode("utf-8")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate -> "?"
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {_jsonable(str(key)): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return _jsonable(str(value))
 
 
 def error_body(exc: AppError) -> dict[str, Any]:
-    return {"error": {"code": exc.code, "message": exc.message, "detail": exc.detail}}
+    """``{"error": {"code", "message", "detail"}}``, always encodable as JSON: a detail may
+    quote what the client sent, so lone surrogates become "?", NaN and other values strings."""
+    return {
+        "error": {
+            "code": exc.code,
+            "message": _jsonable(exc.message),
+            "detail": _jsonable(exc.detail),
+        }
+    }
+
+
+def error_render(exc: AppError) -> RenderedError:
+    """The one renderer. 401 carries the bearer challenge; 405 names the allowed methods when
+    the error's detail lists them (``detail={"allow": [...]}``)."""
+    headers: dict[str, str] = {}
+    if exc.status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="agentchat"'
+    allow = exc.detail.get("allow")
+    if exc.status == 405 and isinstance(allow, list):
+        headers["Allow"] = ", ".join(str(method) for method in allow)
+    return RenderedError(exc.status, error_body(exc), headers)
+
+
+def internal_error() -> AppError:
+    return AppError("INTERNAL_ERROR", "internal server error")
+
+
+def error_command(exc: AppError) -> CommandError:
+    """A management command's failure: ``CODE: message`` on stderr, exit status of the code's
+    family (as the reference CLI)."""
+    return CommandError(f"{exc.code}: {exc.message}", returncode=exc.exit_code)
+
+
+def error_http_response(exc: AppError) -> HttpResponse:
+    """The rendered error as a plain Django response (the API lane, the 404/500 handlers)."""
+    rendered = error_render(exc)
+    return HttpResponse(
+        rendered.content(),
+        status=rendered.status,
+        headers={"Content-Type": "application/json", **rendered.headers},
+    )
+
+
+def error_table_markdown() -> str:
+    """The table as the README shows it (a test keeps the README equal to this)."""
+    lines = ["| code | HTTP | exit | meaning |", "| --- | --- | --- | --- |"]
+    lines += [
+        f"| `{spec.code}` | {spec.status} | {spec.exit} | {spec.meaning} |"
+        for spec in ERRORS.values()
+    ]
+    return "\n".join(lines) + "\n"

@@ -18,11 +18,11 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, get_resolver, set_script_prefix
 
 from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, error_body
+from agentchat.core.errors import AppError, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +54,6 @@ async def _read_body(receive: Any, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-def _json_error(exc: AppError) -> JsonResponse:
-    return JsonResponse(error_body(exc), status=exc.status)
-
-
 class ApiLane:
     def __init__(self) -> None:
         # Django's own request and response conversions; its middleware chain is not used.
@@ -72,7 +68,7 @@ class ApiLane:
             error = AppError(
                 "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
             )
-            await self.django.send_response(_json_error(error), send)
+            await self.django.send_response(error_http_response(error), send)
             return
         if body is None:
             return
@@ -94,12 +90,12 @@ class ApiLane:
             request.get_host()
             match = self.resolver.resolve(request.path_info)
         except DisallowedHost:
-            return _json_error(AppError("INVALID_HOST", "the Host header is not allowed"))
+            return error_http_response(AppError("INVALID_HOST", "the Host header is not allowed"))
         except Resolver404:
             hint = ""
             if not request.path_info.endswith("/"):
                 hint = " (API paths end with a slash)"
-            return _json_error(AppError("NOT_FOUND", f"no API route {request.path}{hint}"))
+            return error_http_response(AppError("NOT_FOUND", f"no API route {request.path}{hint}"))
         request.resolver_match = match
         try:
             response = match.func(request, *match.args, **match.kwargs)
@@ -107,7 +103,5 @@ class ApiLane:
                 response = response.render()
         except Exception:
             logger.exception("unhandled error on %s %s", request.method, request.path)
-            return JsonResponse(
-                error_body(AppError("INTERNAL_ERROR", "internal server error")), status=500
-            )
+            return error_http_response(internal_error())
         return response

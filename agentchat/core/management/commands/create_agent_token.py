@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from agentchat.core.errors import AppError
+from agentchat.core.errors import AppError, error_command
 from agentchat.core.services import agent_get_or_create, token_create
 
 
@@ -26,5 +26,5 @@ class Command(BaseCommand):
             )
             raw = token_create(agent=agent, label=options["label"])
         except AppError as exc:
-            raise CommandError(f"{exc.code}: {exc.message}") from None
+            raise error_command(exc) from None
         self.stdout.write(raw)

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from agentchat.core.errors import AppError, error_command
 from agentchat.core.models import Agent, ApiToken
 from agentchat.core.services import token_revoke
 
@@ -18,7 +19,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         agent = Agent.objects.filter(name=options["name"]).first()
         if agent is None:
-            raise CommandError(f"AGENT_NOT_FOUND: no agent named {options['name']!r}")
+            raise error_command(AppError("AGENT_NOT_FOUND", f"no agent named {options['name']!r}"))
         tokens = ApiToken.objects.filter(agent=agent, revoked_at__isnull=True)
         if options["hint"]:
             tokens = tokens.filter(hint__startswith=options["hint"])
