@@ -15,13 +15,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from agentchat.core.api import field_size_check
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
 from agentchat.core.rows import row_insert
+from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from channels_app.selectors import channel_last_seq, message_to_dict, messages_relevant
 
@@ -36,14 +36,6 @@ STATUS_MAX = 100
 
 def channel_group(channel_id: int) -> str:
     return group_name("channel", channel_id)
-
-
-def _check_text(field: str, value: str, *, single_line: bool = False) -> None:
-    field_size_check(field, value)
-    if "\x00" in value:
-        raise AppError("INVALID_VALUE", f"{field} must not contain NUL", detail={"field": field})
-    if single_line and ("\n" in value or "\r" in value):
-        raise AppError("INVALID_VALUE", f"{field} must be a single line", detail={"field": field})
 
 
 def members_normalize(members: Iterable[str]) -> list[str]:
@@ -64,10 +56,13 @@ def recipients_normalize(to: str | list[str] | None) -> list[str]:
     """``to`` as a list; [] is a broadcast. Accepts one name, a list, a comma list, all or *."""
     if to is None:
         return []
-    names = to.split(",") if isinstance(to, str) else list(to)
-    names = [name.strip() if isinstance(name, str) else name for name in names]
     if isinstance(to, str):
+        # A comma list may have spaces after the commas; nothing else is trimmed, so a name
+        # with a newline or a tab is refused, not silently repaired.
+        names = [name.strip(" ") for name in to.split(",")]
         names = [name for name in names if name]
+    else:
+        names = list(to)
     if names in ([], ["all"], ["*"]):
         return []
     result: list[str] = []
@@ -90,7 +85,7 @@ def channel_create(
 ) -> Channel:
     """Raises INVALID_NAME, CHANNEL_EXISTS (names are unique case-insensitively)."""
     check_channel_name(name)
-    _check_text("topic", topic)
+    text_check(topic, field="topic")
     members = members_normalize(members)
     if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
         raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
@@ -112,7 +107,7 @@ def channel_update(
     """Raises INVALID_NAME (a bad member), INVALID_VALUE."""
     fields = []
     if topic is not None:
-        _check_text("topic", topic)
+        text_check(topic, field="topic")
         channel.topic = topic
         fields.append("topic")
     if members is not None:
@@ -177,21 +172,20 @@ def message_post(
     first message with created=False. Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE,
     REPLY_TO_NOT_FOUND, ID_CONFLICT.
     """
-    if not title.strip():
-        raise AppError("INVALID_VALUE", "title must not be empty", detail={"field": "title"})
-    if len(title) > TITLE_MAX:
-        raise AppError(
-            "INVALID_VALUE", f"title is over {TITLE_MAX} characters", detail={"field": "title"}
-        )
-    _check_text("title", title, single_line=True)
-    _check_text("body", body)
-    _check_text("status", status, single_line=True)
-    if not status.strip() or len(status) > STATUS_MAX:
-        raise AppError(
-            "INVALID_VALUE",
-            f"status must be 1-{STATUS_MAX} characters",
-            detail={"field": "status"},
-        )
+    text_check(title, field="title", single_line=True, allow_empty=False, max_chars=TITLE_MAX)
+    text_check(body, field="body")
+    text_check(status, field="status", single_line=True, allow_empty=False, max_chars=STATUS_MAX)
+    for field, value in (
+        ("conversation_id", conversation_id),
+        ("correlation_id", correlation_id),
+        ("content_type", content_type),
+    ):
+        text_check(value, field=field, single_line=True)
+    if data is not None:
+        json_value_check(data, field="data")
+    for key, value in (metadata or {}).items():
+        text_check(key, field="metadata", single_line=True)
+        text_check(value, field="metadata")
     recipients = recipients_normalize(to)
     if message_id is not None and not is_record_id(message_id, max_length=MESSAGE_ID_MAX):
         raise AppError(

@@ -10,44 +10,27 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from rest_framework import exceptions, serializers
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
-from agentchat.core.errors import AppError, error_body
+from agentchat.core.errors import AppError, error_render
+from agentchat.core.validation import (
+    field_size_check,
+    json_loads_strict,
+    text_problem,
+)
+
+# Re-exported for callers that have not moved to agentchat.core.validation yet.
+__all__ = ["field_size_check"]
 
 logger = logging.getLogger(__name__)
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise AppError("INVALID_JSON", f"duplicate key {key!r} in JSON object")
-        result[key] = value
-    return result
-
-
-def json_loads_strict(raw: bytes) -> Any:
-    """Parse a request body. NaN/Infinity literals parse (fields reject them with their own
-    codes, e.g. LEASE_INVALID_DURATION); duplicate keys and bad UTF-8 do not."""
-    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
-    if len(raw) > limit:
-        raise AppError(
-            "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-        )
-    try:
-        text = raw.decode("utf-8")
-        return json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise AppError("INVALID_JSON", f"request body is not valid JSON: {exc}") from None
 
 
 class StrictJSONParser(JSONParser):
@@ -55,7 +38,7 @@ class StrictJSONParser(JSONParser):
         limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
         request = (parser_context or {}).get("request")
         length = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if length and str(length).isdigit() and int(length) > limit:
+        if length and str(length).isascii() and str(length).isdigit() and int(length) > limit:
             raise AppError(
                 "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
             )
@@ -63,31 +46,6 @@ class StrictJSONParser(JSONParser):
         if not raw.strip():
             return {}
         return json_loads_strict(raw)
-
-
-def field_size_check(name: str, value: str) -> None:
-    limit = settings.AGENTCHAT_MAX_FIELD_BYTES
-    if len(value) > limit // 4 and len(value.encode("utf-8", "surrogatepass")) > limit:
-        raise AppError(
-            "FIELD_TOO_LARGE",
-            f"{name} is over {limit} bytes",
-            detail={"field": name, "limit": limit},
-        )
-
-
-def json_check_finite(name: str, value: Any) -> None:
-    """Reject NaN/Infinity anywhere inside a JSON value: they are not JSON."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise AppError(
-                "INVALID_TYPE", f"{name} contains a non-finite number", detail={"field": name}
-            )
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
 
 
 # --- Strict fields --------------------------------------------------------------------------
@@ -100,9 +58,19 @@ def _type_error(expected: str) -> serializers.ValidationError:
 
 
 class StrictCharField(serializers.CharField):
+    """A JSON string that is storable text (no lone surrogate, no NUL); with
+    ``single_line=True`` also free of line separators and control characters."""
+
+    def __init__(self, *, single_line: bool = False, **kwargs: Any) -> None:
+        self.single_line = single_line
+        super().__init__(**kwargs)
+
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             raise _type_error("a string")
+        problem = text_problem(data, single_line=self.single_line)
+        if problem is not None:
+            raise serializers.ValidationError(problem, code="INVALID_VALUE")
         return super().to_internal_value(data)
 
 
@@ -150,8 +118,10 @@ class RawJSONField(serializers.Field):
 
 
 class AnyJSONField(serializers.JSONField):
+    """Any JSON value within the field size; its contents are the service's to judge
+    (``json_value_check``)."""
+
     def to_internal_value(self, data: Any) -> Any:
-        json_check_finite(self.field_name, data)
         field_size_check(self.field_name, json.dumps(data, ensure_ascii=False))
         return data
 
@@ -242,10 +212,9 @@ class StrictSerializer(serializers.Serializer):
 
 
 def app_error_response(exc: AppError) -> Response:
-    response = Response(error_body(exc), status=exc.status)
-    if exc.status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="agentchat"'
-    return response
+    """The one renderer (``error_render``) as a DRF response."""
+    rendered = error_render(exc)
+    return Response(rendered.body, status=rendered.status, headers=rendered.headers)
 
 
 def as_app_error(exc: Exception) -> AppError | None:
@@ -284,8 +253,3 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if error is None:
         return None  # unexpected: Django logs it and answers 500
     return app_error_response(error)
-
-
-def json_error(exc: AppError) -> JsonResponse:
-    """The same body for plain Django views (404 handler, wait consumer helpers)."""
-    return JsonResponse(error_body(exc), status=exc.status)

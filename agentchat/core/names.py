@@ -3,6 +3,10 @@
 Agent names follow the HTTP v1 identity rule (1-64 of ``a-z 0-9 . _ -``, starting and ending
 with a letter or digit). Channel names, task ids and the like follow the reference CLI's
 record-id rule ``[A-Za-z0-9][A-Za-z0-9._-]*`` so that a synced folder stays readable by it.
+
+Every rule matches the whole string (``fullmatch``; a pattern ending in ``$`` would also accept
+a trailing newline, and ``review\\n`` would exist beside ``review``). The patterns end in
+``\\Z`` as well, so even a ``.match`` elsewhere cannot accept a prefix.
 """
 
 from __future__ import annotations
@@ -11,15 +15,21 @@ import re
 
 from agentchat.core.errors import AppError
 
-AGENT_NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
-RECORD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+AGENT_NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?\Z")
+RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHANNEL_NAME_MAX = 64
-# Reserved so that a channel name can never collide with a folder-level file of the sync.
-_RESERVED_CHANNEL_NAMES = {"state.md"}
+# A channel is a folder of the synced tree (and of a checkout on Windows): its name may not be
+# a file the folder reserves beside the channels, nor a name Windows cannot create (device
+# names with any extension, a trailing dot). Compared ignoring case, as channel names are.
+_RESERVED_CHANNEL_NAMES = frozenset({"state.md"})
+_WINDOWS_DEVICES = frozenset(
+    {"con", "prn", "aux", "nul", "conin$", "conout$"}
+    | {f"{base}{digit}" for base in ("com", "lpt") for digit in "0123456789"}
+)
 
 
 def is_agent_name(value: object) -> bool:
-    return isinstance(value, str) and AGENT_NAME_RE.match(value) is not None
+    return isinstance(value, str) and AGENT_NAME_RE.fullmatch(value) is not None
 
 
 def check_agent_name(value: object, *, field: str = "name", code: str = "INVALID_NAME") -> str:
@@ -28,7 +38,7 @@ def check_agent_name(value: object, *, field: str = "name", code: str = "INVALID
             code,
             f"{field} must be 1-64 of a-z, 0-9, '.', '_', '-', starting and ending with a "
             "letter or digit",
-            detail={"field": field, "value": value if isinstance(value, str) else None},
+            detail={"field": field, "value": value[:100] if isinstance(value, str) else None},
         )
     return value  # type: ignore[return-value]
 
@@ -37,16 +47,32 @@ def is_record_id(value: object, *, max_length: int) -> bool:
     return (
         isinstance(value, str)
         and len(value) <= max_length
-        and RECORD_ID_RE.match(value) is not None
+        and RECORD_ID_RE.fullmatch(value) is not None
     )
 
 
+def channel_name_problem(value: str) -> str | None:
+    """Why a record-id-shaped ``value`` cannot name a channel folder, or None."""
+    lowered = value.lower()
+    if lowered in _RESERVED_CHANNEL_NAMES:
+        return f"{value!r} is reserved by the synced folder"
+    if lowered.split(".", 1)[0] in _WINDOWS_DEVICES:
+        return f"{value!r} is a reserved device name on Windows"
+    if value.endswith("."):
+        return "a channel name may not end with a dot"
+    return None
+
+
 def check_channel_name(value: object, *, field: str = "name") -> str:
-    if not is_record_id(value, max_length=CHANNEL_NAME_MAX) or value in _RESERVED_CHANNEL_NAMES:
+    """Raises INVALID_NAME."""
+    if not is_record_id(value, max_length=CHANNEL_NAME_MAX):
         raise AppError(
             "INVALID_NAME",
             f"channel {field} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most "
             f"{CHANNEL_NAME_MAX} characters",
-            detail={"field": field, "value": value if isinstance(value, str) else None},
+            detail={"field": field, "value": value[:100] if isinstance(value, str) else None},
         )
+    problem = channel_name_problem(value)  # type: ignore[arg-type]
+    if problem is not None:
+        raise AppError("INVALID_NAME", problem, detail={"field": field, "value": value})
     return value  # type: ignore[return-value]

@@ -54,24 +54,26 @@ class ChannelListOutput(serializers.Serializer):
 
 
 class MessagePostInput(StrictSerializer):
-    id = StrictCharField(required=False, help_text="client id: a retry with it is idempotent")
+    id = StrictCharField(
+        single_line=True, required=False, help_text="client id: a retry with it is idempotent"
+    )
     # `from` is a Python keyword: declared below.
     to = RecipientsField(required=False, allow_null=True, default=None)
     reply_to = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1)
-    status = StrictCharField(required=False, default="discussion")
-    title = StrictCharField(trim_whitespace=False, allow_blank=True)
+    status = StrictCharField(single_line=True, required=False, default="discussion")
+    title = StrictCharField(single_line=True, trim_whitespace=False, allow_blank=True)
     body = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
-    conversation_id = StrictCharField(required=False, default="", max_length=128)
-    correlation_id = StrictCharField(required=False, default="", max_length=128)
+    conversation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
+    correlation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
     data = AnyJSONField(required=False, allow_null=True, default=None)
-    content_type = StrictCharField(required=False, default="", max_length=200)
+    content_type = StrictCharField(single_line=True, required=False, default="", max_length=200)
     metadata = StrictDictField(
         child=StrictCharField(allow_blank=True), required=False, default=dict
     )
 
 
 MessagePostInput._declared_fields["from"] = StrictCharField(
-    required=False, help_text="optional; must equal the token's agent"
+    single_line=True, required=False, help_text="optional; must equal the token's agent"
 )
 
 

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core.errors import AppError
+from agentchat.core.validation import int_parse
 from channels_app import selectors, services
 from channels_app.api import serializers as s
 
@@ -24,17 +25,15 @@ def parse_int_param(
     maximum: int | None = None,
     default: int | None = None,
 ) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    if not raw.isdigit() or int(raw) < minimum or (maximum is not None and int(raw) > maximum):
-        bound = f" and at most {maximum}" if maximum is not None else ""
-        raise AppError(
-            code,
-            f"{name} must be an integer of at least {minimum}{bound}",
-            detail={"field": name, "value": raw},
-        )
-    return int(raw)
+    """A query parameter through the one integer parser (ASCII digits, bounded)."""
+    return int_parse(
+        request.query_params.get(name),
+        field=name,
+        code=code,
+        minimum=minimum,
+        maximum=maximum,
+        default=default,
+    )
 
 
 def check_sender(request: Request, data: dict[str, Any]) -> None:

@@ -232,7 +232,7 @@ def test_reply_to_must_exist(alice, review):
         ({"title": 5}, "INVALID_TYPE"),
         ({"title": None}, "INVALID_TYPE"),
         ({"title": "x", "body": ["a"]}, "INVALID_TYPE"),
-        ({"title": "x", "body": "a\x00b"}, "INVALID_VALUE"),
+        ({"title": "x", "body": "a\x00b"}, "INVALID_TEXT"),
         ({"title": "x", "reply_to": "1"}, "INVALID_TYPE"),
         ({"title": "x", "reply_to": True}, "INVALID_TYPE"),
         ({"title": "x", "reply_to": 1.5}, "INVALID_TYPE"),
@@ -279,7 +279,7 @@ def test_data_and_envelope_fields_round_trip(alice, review):
         (b'"x"', "INVALID_JSON"),
         (b'{"title": "a", "title": "b"}', "INVALID_JSON"),
         (b"\xff\xfe{}", "INVALID_JSON"),
-        (b"[" * 100000 + b"]" * 100000, "INVALID_JSON"),
+        (b"[" * 100000 + b"]" * 100000, "JSON_TOO_DEEP"),
     ],
 )
 def test_malformed_json_is_400(alice, review, payload, code):

@@ -137,7 +137,7 @@ def test_create_accepts_an_id_of_128_characters(alice, backend):
     [
         ("title", "two\nlines", "TASK_INVALID_TITLE"),
         ("title", "cr\r", "TASK_INVALID_TITLE"),
-        ("title", "nul\x00", "TASK_INVALID_TITLE"),
+        ("title", "nul\x00", "INVALID_TEXT"),  # refused by the JSON layer
         ("title", 5, "TASK_INVALID_TITLE"),
         ("title", None, "TASK_INVALID_TITLE"),
         ("owner", "Bob", "TASK_INVALID_OWNER"),

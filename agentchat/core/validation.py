@@ -1,0 +1,256 @@
+"""The one parsing layer for hostile input, shared by every surface and every service.
+
+- Text: ``text_check`` refuses what no stored string may hold anywhere (lone surrogates, which
+  cannot be encoded and broke every later read; NUL, which PostgreSQL refuses) and, for one-line
+  fields, every line separator and C0/C1 control character (VT, FF, NEL, U+2028/2029, ESC…: a
+  title printed by an agent's terminal must not move its cursor or change its colours).
+- JSON values: ``json_value_check`` walks a value once: strings and keys as above, numbers
+  finite, nesting bounded (``MAX_JSON_DEPTH``), so whatever is stored can always be encoded
+  again. ``json_loads_strict`` (every request body) runs it on the whole body.
+- Integers from text (query parameters, path parts): ``int_parse`` takes ASCII digits only,
+  at most ``MAX_INT_DIGITS`` of them (``int("²")`` and 4,300-digit numbers both crashed before).
+- Sizes: ``field_size_check``.
+
+Services call these too (not only the API), because the admin, management commands and the
+coming folder import reach services without the REST layer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from itertools import accumulate
+from typing import Any
+
+from django.conf import settings
+
+from agentchat.core.errors import AppError
+
+MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 18  # below 2**63: every integer we take fits a BIGINT column
+
+# Anywhere: lone surrogates (a well-formed pair is one character in Python) and NUL.
+_NEVER = re.compile("[\x00\ud800-\udfff]")
+# One-line fields: every C0 control, DEL, every C1 control (NEL is U+0085), and the Unicode
+# line and paragraph separators.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# A body can hold a lone surrogate or a NUL only through a \u escape (raw UTF-8 cannot encode a
+# surrogate, and JSON forbids raw control characters in strings): bodies without one skip the
+# walk.
+_RISKY_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+
+
+def _describe(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+def text_problem(value: str, *, single_line: bool = False) -> str | None:
+    """Why ``value`` may not be stored as text, or None."""
+    bad = (_NOT_ONE_LINE if single_line else _NEVER).search(value)
+    if bad is None:
+        return None
+    char = bad.group()
+    if 0xD800 <= ord(char) <= 0xDFFF:
+        return f"contains a lone surrogate ({_describe(char)}), which is not valid Unicode text"
+    if char == "\x00":
+        return "contains a NUL character"
+    return f"must be one line without control characters (found {_describe(char)})"
+
+
+def field_size_check(name: str, value: str) -> None:
+    """Raises FIELD_TOO_LARGE when ``value`` is over AGENTCHAT_MAX_FIELD_BYTES in UTF-8."""
+    limit = settings.AGENTCHAT_MAX_FIELD_BYTES
+    if len(value) > limit // 4 and len(value.encode("utf-8", "surrogatepass")) > limit:
+        raise AppError(
+            "FIELD_TOO_LARGE",
+            f"{name} is over {limit} bytes",
+            detail={"field": name, "limit": limit},
+        )
+
+
+def text_check(
+    value: Any,
+    *,
+    field: str,
+    code: str = "INVALID_VALUE",
+    single_line: bool = False,
+    max_chars: int | None = None,
+    allow_empty: bool = True,
+) -> str:
+    """``value`` as stored text. Raises ``code`` (not a string, empty when ``allow_empty`` is
+    false, over ``max_chars``, or ``text_problem``) or FIELD_TOO_LARGE."""
+    if not isinstance(value, str):
+        raise AppError(code, f"{field} must be a string", detail={"field": field})
+    field_size_check(field, value)
+    problem = text_problem(value, single_line=single_line)
+    if problem is not None:
+        raise AppError(code, f"{field} {problem}", detail={"field": field})
+    if not allow_empty and not value.strip():
+        raise AppError(code, f"{field} must not be empty", detail={"field": field})
+    if max_chars is not None and len(value) > max_chars:
+        raise AppError(
+            code,
+            f"{field} is over {max_chars} characters",
+            detail={"field": field, "max_chars": max_chars},
+        )
+    return value
+
+
+def json_value_check(
+    value: Any,
+    *,
+    field: str,
+    code: str = "INVALID_VALUE",
+    number_code: str = "INVALID_TYPE",
+    depth_code: str = "JSON_TOO_DEEP",
+) -> None:
+    """Every string and key of a JSON value is storable text (else ``code``), every number
+    finite (else ``number_code``: NaN is not JSON), and the nesting at most MAX_JSON_DEPTH
+    (else ``depth_code``). The error's ``detail.field`` is the JSON path of the culprit
+    (``data.items[3]``; ``field=""`` for a whole request body)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, field)]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem is not None:
+                raise AppError(
+                    code,
+                    f"{path or 'the request body'}: a string {problem}",
+                    detail={"field": path},
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise AppError(
+                    number_code,
+                    f"{path or 'the request body'} is a non-finite number",
+                    detail={"field": path},
+                )
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise AppError(
+                    depth_code,
+                    f"{path or 'the request body'} is nested deeper than {MAX_JSON_DEPTH} levels",
+                    detail={"field": path, "max_depth": MAX_JSON_DEPTH},
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    problem = text_problem(key)
+                    if problem is not None:
+                        raise AppError(
+                            code,
+                            f"{path or 'the request body'}: a key {problem}",
+                            detail={"field": path},
+                        )
+                    stack.append((child, depth + 1, f"{path}.{key}" if path else key))
+            else:
+                stack.extend(
+                    (child, depth + 1, f"{path}[{index}]") for index, child in enumerate(item)
+                )
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise AppError("INVALID_JSON", "duplicate key in JSON object", detail={"key": key})
+        result[key] = value
+    return result
+
+
+def json_loads_strict(raw: bytes) -> Any:
+    """Parse a request body. Raises REQUEST_TOO_LARGE, INVALID_JSON (bad UTF-8 or syntax,
+    duplicate keys), INVALID_TEXT (a lone surrogate or NUL in any string or key), JSON_TOO_DEEP.
+    NaN/Infinity literals parse; fields refuse them with their own codes (e.g.
+    LEASE_INVALID_DURATION)."""
+    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+    if len(raw) > limit:
+        raise AppError(
+            "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AppError("INVALID_JSON", f"request body is not UTF-8: {exc.reason}") from None
+    # Bound the depth before parsing: the parser recurses, and a deep value that parses would
+    # still fail every later encode. Fewer brackets than the limit cannot nest deeper.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        _depth_precheck(text)
+    try:
+        value = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except (ValueError, RecursionError) as exc:
+        raise AppError("INVALID_JSON", f"request body is not valid JSON: {exc}") from None
+    if _RISKY_ESCAPE.search(text):
+        json_value_check(value, field="", code="INVALID_TEXT")
+    return value
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _depth_precheck(text: str) -> None:
+    """Raises JSON_TOO_DEEP when brackets outside strings nest deeper than MAX_JSON_DEPTH."""
+    brackets = _BRACKETS.findall(_JSON_STRING.sub("", text))
+    if max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > MAX_JSON_DEPTH:
+        raise AppError(
+            "JSON_TOO_DEEP",
+            f"request body is nested deeper than {MAX_JSON_DEPTH} levels",
+            detail={"max_depth": MAX_JSON_DEPTH},
+        )
+
+
+def int_parse(
+    raw: str | None,
+    *,
+    field: str,
+    code: str,
+    minimum: int = 0,
+    maximum: int | None = None,
+    default: int | None = None,
+) -> int | None:
+    """An integer written in ASCII digits (no sign, at most MAX_INT_DIGITS) within
+    [minimum, maximum]; ``default`` when ``raw`` is None or empty. Raises ``code``."""
+    if raw is None or raw == "":
+        return default
+    value: int | None = None
+    if len(raw) <= MAX_INT_DIGITS and raw.isascii() and raw.isdigit():
+        value = int(raw)
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        bound = f" and at most {maximum}" if maximum is not None else ""
+        raise AppError(
+            code,
+            f"{field} must be an integer of at least {minimum}{bound}, in ASCII digits",
+            detail={"field": field, "value": raw[:40]},
+        )
+    return value
+
+
+_DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
+
+
+def number_parse(
+    raw: str | None,
+    *,
+    field: str,
+    code: str,
+    minimum: float = 0.0,
+    maximum: float | None = None,
+    default: float | None = None,
+) -> float | None:
+    """A decimal number of seconds and the like, written ``12`` or ``12.5`` in ASCII digits
+    (``float()`` would also take ``١٢``, ``1_0``, ``nan`` and surrounding spaces), within
+    [minimum, maximum]; ``default`` when ``raw`` is None or empty. Raises ``code``."""
+    if raw is None or raw == "":
+        return default
+    value = float(raw) if _DECIMAL.fullmatch(raw) else None
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        bound = f" and at most {maximum:g}" if maximum is not None else ""
+        raise AppError(
+            code,
+            f"{field} must be a number of at least {minimum:g}{bound}, in ASCII digits",
+            detail={"field": field, "value": raw[:40]},
+        )
+    return value
