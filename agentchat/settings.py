@@ -174,6 +174,9 @@ AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SE
 # one, 200 with four).
 _DEFAULT_DB_THREADS = "1" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "2"
 AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_THREADS))
+# The longest lease of a task or lock, seconds (a longer one is refused with the family's
+# *_INVALID_DURATION): a lock of the whole workspace for years would be a denial of service.
+AGENTCHAT_MAX_LEASE_SECONDS = float(os.environ.get("AGENTCHAT_MAX_LEASE_SECONDS", "86400"))
 # Path locks: match paths case-insensitively, as on Windows.
 AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE = env_bool("AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils import timezone
 
 from agentchat.core.db import write_atomic
@@ -17,6 +19,13 @@ def agent_get_or_create(*, name: str, kind: str = Agent.Kind.AGENT) -> Agent:
     check_agent_name(name)
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"kind": kind})
     return agent
+
+
+def admin_actor(user: Any) -> str:
+    """Who an admin action is done by, as audit messages name it: the admin's linked agent,
+    else their user name."""
+    name = Agent.objects.filter(user=user).values_list("name", flat=True).first()
+    return name or user.get_username()
 
 
 @write_atomic()

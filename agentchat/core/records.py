@@ -1,0 +1,79 @@
+"""Record rules shared by tasks and locks (and the folder renderer): timestamp spellings,
+durations and expiry. Pure functions.
+
+Spellings are the reference CLI's (REFERENCE-CLI §3.15): messages, ``_meta.json`` and task
+create/update times to the second (``2026-11-29T15:46:20+00:00``), lease and lock times with
+microseconds (``2026-11-29T15:46:20.123456+00:00``), always UTC with ``+00:00``.
+
+Expiry is computed from the precise clock: a 1 s lease taken at xx.95 lasts one second, not
+0.05 s (cutting "now" to the second first did that). Where a record is spelled to the second,
+only its spelling is cut.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+
+from agentchat.core.errors import AppError
+
+
+def ts_seconds(value: datetime) -> str:
+    """``2026-11-29T15:46:20+00:00``."""
+    return value.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def ts_micros(value: datetime) -> str:
+    """``2026-11-29T15:46:20.123456+00:00``."""
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def to_second(value: datetime) -> datetime:
+    """``value`` cut to the second (for records the reference spells to the second)."""
+    return value.replace(microsecond=0)
+
+
+def max_lease_seconds() -> float:
+    return float(settings.AGENTCHAT_MAX_LEASE_SECONDS)
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    return str(value)[:100]
+
+
+def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> float:
+    """A lease or lock duration: a JSON number (not a boolean, string or null), finite, > 0 and
+    at most AGENTCHAT_MAX_LEASE_SECONDS (default 24 h: a lease nobody can ever recover is a
+    denial of service). Raises ``code``."""
+    maximum = max_lease_seconds()
+
+    def invalid(message: str) -> AppError:
+        return AppError(
+            code, message, detail={"field": field, "value": _shown(value), "max": maximum}
+        )
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(f"{field} must be a number of seconds")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if math.isnan(seconds) or seconds <= 0:
+        raise invalid(f"{field} must be positive")
+    if seconds > maximum:
+        raise invalid(f"{field} must be at most {maximum:g} seconds")
+    return seconds
+
+
+def expiry_after(
+    now: datetime, seconds: Any, *, code: str, field: str = "lease_seconds"
+) -> datetime:
+    """``now + seconds`` from the precise ``now``. Raises ``code`` (see ``duration_check``)."""
+    return now + timedelta(seconds=duration_check(seconds, code=code, field=field))

@@ -1,0 +1,42 @@
+"""The floor's record rules: spellings, durations, expiry from the precise clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from agentchat.core.errors import AppError
+from agentchat.core.records import duration_check, expiry_after, ts_micros, ts_seconds
+
+AT = datetime(2026, 11, 29, 15, 46, 20, 950000, tzinfo=UTC)
+
+
+def test_spellings_are_the_references():
+    assert ts_seconds(AT) == "2026-11-29T15:46:20+00:00"
+    assert ts_micros(AT) == "2026-11-29T15:46:20.950000+00:00"
+    other_zone = AT.astimezone(timezone(timedelta(hours=2)))
+    assert ts_micros(other_zone) == "2026-11-29T15:46:20.950000+00:00"
+
+
+def test_expiry_is_counted_from_the_precise_clock():
+    # A 1 s lease taken at xx.95 lasts one second (cut to the second it lasted 0.05 s).
+    assert expiry_after(AT, 1, code="LEASE_INVALID_DURATION") == AT + timedelta(seconds=1)
+    assert expiry_after(AT, 0.25, code="LEASE_INVALID_DURATION") == AT + timedelta(seconds=0.25)
+
+
+@pytest.mark.parametrize(
+    "value", [0, -1, 0.0, float("nan"), float("inf"), True, None, "5", [5], 10**400, 2.5e11]
+)
+def test_durations_are_positive_finite_numbers_within_the_maximum(value):
+    with pytest.raises(AppError) as info:
+        duration_check(value, code="PATH_LOCK_INVALID_DURATION")
+    assert info.value.code == "PATH_LOCK_INVALID_DURATION"
+
+
+def test_the_maximum_is_a_setting(settings):
+    assert duration_check(86400, code="LEASE_INVALID_DURATION") == 86400.0
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 60
+    with pytest.raises(AppError):
+        duration_check(61, code="LEASE_INVALID_DURATION")
+    assert duration_check(60, code="LEASE_INVALID_DURATION") == 60.0
