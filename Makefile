@@ -26,9 +26,11 @@ run: migrate
 test: $(STAMP)
 	$(PY) -m pytest
 
+# ruff, then the layers of DESIGN §3 (import-linter contracts in pyproject.toml).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "channels_app",
     "tasks_app",
     "locks_app",
+    "agentchat",  # the roof: what spans the apps (its management commands load from here)
 ]
 
 MIDDLEWARE = [

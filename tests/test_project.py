@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.core.management import call_command
 from django.db import connection
 
@@ -95,3 +97,11 @@ def test_openapi_schema_is_valid_without_warnings(tmp_path):
     assert "/api/v1/channels/{name}/wait/:" in text  # the consumer route is documented too
     assert "/api/v1/channels/{name}/tasks/{task_id}/claim/:" in text
     assert "/api/v1/channels/{name}/locks/check/:" in text
+
+
+def test_the_roof_is_an_installed_app_so_its_management_commands_load():
+    # Django looks for commands in <app path>/management/commands/ of every installed app.
+    config = apps.get_app_config("agentchat")
+    root = Path(__file__).resolve().parent.parent
+    assert Path(config.path) == root / "agentchat"
+    assert (Path(config.path) / "management" / "commands" / "__init__.py").is_file()
