@@ -78,10 +78,6 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"#{self.seq} {self.title}"
 
-    @property
-    def is_broadcast(self) -> bool:
-        return not self.to
-
     def is_relevant_to(self, name: str) -> bool:
         """SPEC §5: broadcast or addressed to ``name``, and not sent by ``name``."""
         return self.sender != name and (not self.to or name in self.to)

@@ -108,10 +108,6 @@ def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
     return result
 
 
-def channels_all() -> QuerySet[Channel]:
-    return Channel.objects.order_by("name")
-
-
 def channel_to_dict(channel: Channel) -> dict[str, Any]:
     return {
         "name": channel.name,
