@@ -6,7 +6,11 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from agentchat.datadir import data_dir_prepare
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentchat.settings")
+# Any ASGI server starts here: the data folder and its secret key before the settings load.
+data_dir_prepare()
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)

@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--cpu takes auto, none or a CPU number")
     pin_to_one_cpu(args.cpu, args.port)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentchat.settings")
+    from agentchat.datadir import data_dir_prepare
+
+    data_dir_prepare()
 
     from daphne.cli import CommandLineInterface
 

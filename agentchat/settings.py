@@ -1,8 +1,11 @@
 """Settings, read from the environment with working defaults.
 
-With nothing set, the server runs on a SQLite file in ``var/`` and the in-memory channel layer:
-one process, zero set-up. ``DATABASE_URL`` (``postgres://…``) and ``REDIS_URL`` switch to
-PostgreSQL and channels-redis for several processes.
+With nothing set, the server runs on a SQLite file in the data folder (``var/``) and the
+in-memory channel layer: one process, zero set-up. ``DATABASE_URL`` (``postgres://…``) and
+``REDIS_URL`` switch to PostgreSQL and channels-redis for several processes.
+
+Importing the settings creates no file or folder: ``agentchat.datadir.data_dir_prepare()`` does
+that where a process starts (``manage.py``, ``agentchat.serve``, ``agentchat.asgi``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,12 @@ from pathlib import Path
 import dj_database_url
 from django.core.management.utils import get_random_secret_key
 
+from agentchat import datadir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
+# The deployment's data folder (AGENTCHAT_DATA_DIR): the default SQLite database, static files
+# collected for the admin, the generated secret key.
+DATA_DIR = datadir.data_dir()
 VERSION = "0.1.0"
 
 
@@ -30,9 +38,13 @@ def env_list(name: str, default: str) -> list[str]:
 
 # --- Security ------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG")
-# A random key per process is fine for a local run (sessions do not survive a restart);
-# deployments set SECRET_KEY.
-SECRET_KEY = os.environ.get("SECRET_KEY") or get_random_secret_key()
+# SECRET_KEY, else the key generated once in the data folder by the process start-up (every
+# process of the deployment signs sessions alike, and they survive restarts). Only a process
+# that starts Django without that start-up (the test suite, a script) and finds no key file
+# gets a random key of its own.
+SECRET_KEY = (
+    os.environ.get("SECRET_KEY") or datadir.secret_key_read(DATA_DIR) or get_random_secret_key()
+)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -97,7 +109,7 @@ SQLITE_OPTIONS = {
         "PRAGMA busy_timeout=30000"
     ),
 }
-DEFAULT_SQLITE_PATH = BASE_DIR / "var" / "agentchat.sqlite3"
+DEFAULT_SQLITE_PATH = DATA_DIR / "agentchat.sqlite3"
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{DEFAULT_SQLITE_PATH}",
@@ -108,11 +120,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
     # Tests need a file (WAL, several connections, a live server in another process).
     DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get(
-            "TEST_SQLITE_PATH", str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")
-        )
+        "NAME": os.environ.get("TEST_SQLITE_PATH", str(DATA_DIR / f"test-{os.getpid()}.sqlite3"))
     }
-    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # One test database per test run, so parallel runs on one server do not collide.
     DATABASES["default"]["TEST"] = {
@@ -149,8 +158,7 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
+STATIC_ROOT = datadir.static_root(DATA_DIR)  # made at start-up: whitenoise warns when missing
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -26,10 +26,17 @@ from rest_framework.test import APIClient
 
 from agentchat.core.models import Agent
 from agentchat.core.services import agent_get_or_create, token_create
+from agentchat.datadir import data_dir_prepare
 from agentchat.serve import daphne_command
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("AGENTCHAT_REQUIRE_SERVICES") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The test database and the servers' logs go in the data folder: as every process of the
+    # project, the suite makes it at its start (the settings create nothing).
+    data_dir_prepare()
 
 
 def require_service(kind: str, reachable: bool, why: str) -> None:
