@@ -138,10 +138,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The layer is a doorbell: every consumer re-reads the database by seq after a ring.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
+    from redis.connection import parse_url
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                # Redis pub/sub ignores database numbers: without the number in the channel
+                # names, deployments (or test runs) on db 1 and db 2 of one Redis rang each
+                # other's groups.
+                "prefix": f"agentchat.db{parse_url(REDIS_URL).get('db') or 0}.",
+            },
         }
     }
 else:
