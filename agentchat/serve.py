@@ -1,6 +1,11 @@
-"""Start the server: ``python -m agentchat.serve [--host H] [--port P] [--no-access-log]``.
+"""Start the server: ``python -m agentchat.serve [--host H] [--port P] [--no-access-log]
+[--cpu C] [--ready-fd N]``.
 
-One place for daphne's flags, used by ``make run``, the tests and the benchmarks alike.
+One place for daphne's flags, and for starting a server in a child process
+(``ServerProcess``), used by ``make run``, the tests and the benchmarks alike: the tests may
+not import ``bench/`` and the benchmarks should not import the tests, and both need the very
+command line that production runs, so the launcher lives next to it. It imports nothing of
+Django at module level.
 
 Daphne runs in this process and the process leaves with ``os._exit`` once daphne has stopped.
 A plain interpreter exit joins every worker thread, and a request thread that was waiting on
@@ -14,9 +19,18 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
+import signal
+import socket
+import subprocess
 import sys
 import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
 
 LISTEN_BACKLOG = 1024
 DAPHNE_FLAGS = [
@@ -35,10 +49,48 @@ DAPHNE_FLAGS = [
 ]
 
 
-def daphne_command(host: str, port: int, *, access_log: bool = True) -> list[str]:
+def daphne_command(
+    host: str, port: int, *, access_log: bool = True, ready_fd: int | None = None
+) -> list[str]:
     """The command line that starts a server process."""
     command = [sys.executable, "-m", "agentchat.serve", "--host", host, "--port", str(port)]
-    return command if access_log else [*command, "--no-access-log"]
+    if not access_log:
+        command.append("--no-access-log")
+    if ready_fd is not None:
+        command += ["--ready-fd", str(ready_fd)]
+    return command
+
+
+def _notify_ready(fd: int, addresses: list[tuple[str, int]]) -> None:
+    try:
+        listening = ",".join(f"{host}:{port}" for host, port in addresses)
+        os.write(fd, f"ready {listening}\n".encode())
+        os.close(fd)
+    except OSError:
+        logging.getLogger("agentchat.serve").exception("could not write to --ready-fd %d", fd)
+
+
+def _daphne_cli(ready_fd: int | None) -> Any:
+    """Daphne's command line; with ``ready_fd``, its server writes ``ready <host:port>`` to that
+    descriptor once its reactor runs with the sockets listening, and closes it."""
+    from daphne.cli import CommandLineInterface
+    from daphne.server import Server
+    from twisted.internet import reactor  # daphne.server installed the asyncio reactor
+
+    class ReadyServer(Server):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            if ready_fd is not None:
+                kwargs["ready_callable"] = self._ready_soon
+            super().__init__(*args, **kwargs)
+
+        def _ready_soon(self) -> None:
+            # Daphne calls this with the sockets bound and just before it runs the reactor.
+            reactor.callWhenRunning(_notify_ready, ready_fd, list(self.listening_addresses))
+
+    class Cli(CommandLineInterface):
+        server_class = ReadyServer
+
+    return Cli()
 
 
 def _skip_form_parsing() -> None:
@@ -92,6 +144,13 @@ def main(argv: list[str] | None = None) -> None:
         default=os.environ.get("AGENTCHAT_SERVER_CPU", "auto"),
         help="run every thread on one CPU: auto (picked by port), none, or a CPU number",
     )
+    parser.add_argument(
+        "--ready-fd",
+        type=int,
+        metavar="N",
+        help="once serving, write 'ready <host:port>' and a newline to file descriptor N and "
+        "close it (for supervisors and launchers)",
+    )
     args = parser.parse_args(argv)
     if args.cpu != "auto" and args.cpu != "none" and not args.cpu.isdigit():
         parser.error("--cpu takes auto, none or a CPU number")
@@ -101,8 +160,7 @@ def main(argv: list[str] | None = None) -> None:
 
     data_dir_prepare()
 
-    from daphne.cli import CommandLineInterface
-
+    cli = _daphne_cli(args.ready_fd)
     _skip_form_parsing()
 
     # An explicit endpoint for a deeper listen queue than Twisted's 50: a burst of a thousand
@@ -114,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         daphne_args += ["--access-log", os.devnull]
     code = 0
     try:
-        CommandLineInterface().run([*daphne_args, "agentchat.asgi:application"])
+        cli.run([*daphne_args, "agentchat.asgi:application"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
@@ -124,6 +182,119 @@ def main(argv: list[str] | None = None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """``python -m agentchat.serve`` in a child process on a free 127.0.0.1 port.
+
+    The constructor returns once the server serves: the child writes ``ready`` to a pipe
+    (``--ready-fd``) when its reactor runs with the socket listening, so nothing polls or
+    sleeps; a child that dies first closes the pipe, and the constructor raises with its
+    output. The port is picked before the child binds it, so another process may take it in
+    between: then the start is retried on another port. Output goes to
+    ``log_dir/server-<port>.log``.
+    """
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        log_dir: Path,
+        start_timeout: float = 30.0,
+        access_log: bool = False,
+        attempts: int = 3,
+    ) -> None:
+        for attempt in range(1, attempts + 1):
+            self._spawn(dict(env), log_dir, access_log)
+            error = self._wait_ready(start_timeout)
+            if error is None:
+                return
+            output = self.output()
+            self.kill()
+            if "Address already in use" not in output or attempt == attempts:
+                raise RuntimeError(f"server on port {self.port} {error}: {output[-3000:]}")
+
+    def _spawn(self, env: dict[str, str], log_dir: Path, access_log: bool) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.log_path = log_dir / f"server-{self.port}.log"
+        self.log = open(self.log_path, "w+b")  # noqa: SIM115  (closed by stop() and kill())
+        read_end, write_end = os.pipe()
+        self.command = daphne_command(
+            "127.0.0.1", self.port, access_log=access_log, ready_fd=write_end
+        )
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                cwd=ROOT,
+                env=env,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_end,),
+            )
+        finally:
+            os.close(write_end)  # the child's copy is the only one: its exit means EOF
+        self._ready_pipe = read_end
+
+    def _wait_ready(self, timeout: float) -> str | None:
+        """None once the child said ready; else what went wrong."""
+        deadline = time.monotonic() + timeout
+        said = b""
+        try:
+            while b"\n" not in said:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return f"did not start in {timeout:g} s"
+                readable, _, _ = select.select([self._ready_pipe], [], [], left)
+                if readable:
+                    chunk = os.read(self._ready_pipe, 256)
+                    if not chunk:
+                        return "exited before it was ready"
+                    said += chunk
+        finally:
+            os.close(self._ready_pipe)
+        return None if said.startswith(b"ready ") else f"said {said!r} instead of ready"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def output(self) -> str:
+        return self.log_path.read_bytes().decode(errors="replace")
+
+    def threads(self) -> int:
+        return len(os.listdir(f"/proc/{self.proc.pid}/task"))
+
+    def stop(self, timeout: float = 10.0) -> float | None:
+        """SIGTERM; the seconds the server took to exit, or None when it was still running
+        after ``timeout`` and had to be killed."""
+        took: float | None = 0.0
+        if self.proc.poll() is None:
+            started = time.monotonic()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+                took = time.monotonic() - started
+            except subprocess.TimeoutExpired:
+                took = None
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return took
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs in the server."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
 
 
 if __name__ == "__main__":

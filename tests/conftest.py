@@ -10,24 +10,19 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from agentchat import serve
 from agentchat.core.models import Agent
 from agentchat.core.services import agent_get_or_create, token_create
 from agentchat.datadir import data_dir_prepare
-from agentchat.serve import daphne_command
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("AGENTCHAT_REQUIRE_SERVICES") == "1"
@@ -106,12 +101,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def database_url() -> str:
     """The URL of the database the tests run on (the test database), for a server process."""
     s = connection.settings_dict
@@ -121,11 +110,11 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-class ServerProcess:
+class ServerProcess(serve.ServerProcess):
+    """A server process on the test database (``agentchat.serve.ServerProcess``: it returns
+    once the server serves), its output in the data folder."""
+
     def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}"
         from django.conf import settings
 
         # The same SECRET_KEY, so sessions signed here are valid there.
@@ -135,45 +124,7 @@ class ServerProcess:
             "SECRET_KEY": settings.SECRET_KEY,
             **(env or {}),
         }
-        self.log = open(ROOT / "var" / f"server-{self.port}.log", "w+b")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            daphne_command("127.0.0.1", self.port, access_log=False),
-            cwd=ROOT,
-            env=full_env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.output()}")
-            try:
-                httpx.get(self.url + "/", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError(f"server did not start: {self.output()}")
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
-    def stop(self, timeout: float = 10) -> float:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the seconds it took to exit."""
-        started = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                return float("inf")
-        self.log.close()
-        return time.monotonic() - started
-
-    def threads(self) -> int:
-        return len(os.listdir(f"/proc/{self.proc.pid}/task"))
+        super().__init__(env=full_env, log_dir=Path(settings.DATA_DIR))
 
 
 @pytest.fixture(scope="session")

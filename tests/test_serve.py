@@ -1,14 +1,18 @@
-"""``python -m agentchat.serve``: CPU pinning."""
+"""``python -m agentchat.serve``: CPU pinning, and the launcher the tests and benchmarks use."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+
+from agentchat import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,3 +94,44 @@ def test_every_thread_of_the_live_server_runs_on_one_cpu(live):
         assert len(seen) == 1 and len(next(iter(seen))) == 1, seen
     else:
         assert seen == {frozenset(ALLOWED)}
+
+
+def launcher_env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AGENTCHAT_DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "SECRET_KEY": "s" * 50,
+    }
+
+
+def test_the_launcher_returns_once_the_server_serves_and_retries_a_port_taken_meanwhile(
+    tmp_path, monkeypatch
+):
+    # The port is picked before the child binds it: here another process holds the first pick.
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    taken_port = taken.getsockname()[1]
+    picks = iter([taken_port, serve.free_port()])
+    monkeypatch.setattr(serve, "free_port", lambda: next(picks))
+    try:
+        server = serve.ServerProcess(env=launcher_env(tmp_path), log_dir=tmp_path)
+    finally:
+        taken.close()
+    try:
+        # Ready means serving: the very first request is answered, nothing waited for.
+        assert httpx.get(f"{server.url}/", timeout=10).status_code == 200
+        assert server.port != taken_port
+        assert "Address already in use" in (tmp_path / f"server-{taken_port}.log").read_text()
+        assert (tmp_path / f"server-{server.port}.log").exists()
+    finally:
+        assert server.stop() is not None
+
+
+def test_the_launcher_reports_a_server_that_dies_before_it_is_ready(tmp_path):
+    env = launcher_env(tmp_path)
+    (tmp_path / "data").write_text("a file where the data folder should be")
+    with pytest.raises(RuntimeError, match="exited before it was ready") as exc:
+        serve.ServerProcess(env=env, log_dir=tmp_path, start_timeout=60)
+    assert "Not a directory" in str(exc.value)  # the child's own output
