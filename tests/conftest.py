@@ -1,6 +1,9 @@
 """Shared fixtures.
 
-- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → a DRF APIClient with its token.
+- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → an API client with its token,
+  ``api_client`` → one without: their requests go through ``agentchat.asgi.application`` in
+  process, the route production traffic takes (``tests/asgi_client.py``). ``client`` (Django's
+  test client) is for the pages and the admin, and refuses ``/api/``.
 - ``live_server_proc``: a real daphne process on the test database (session-wide). Tests that
   talk to it need ``transactional_db`` so their rows are committed and visible to it.
 - ``require_service(kind)``: skip when PostgreSQL/Redis is absent, but fail when
@@ -17,12 +20,14 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from agentchat import serve
 from agentchat.core.models import Agent
 from agentchat.core.services import agent_get_or_create, token_create
 from agentchat.datadir import data_dir_prepare
+from tests.asgi_client import AsgiApiClient
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_SERVICES = os.environ.get("AGENTCHAT_REQUIRE_SERVICES") == "1"
@@ -68,11 +73,33 @@ def make_agent(db: Any) -> Callable[[str], tuple[Agent, str]]:
 def api_for(make_agent: Callable[[str], tuple[Agent, str]]) -> Callable[[str], APIClient]:
     def client(name: str) -> APIClient:
         _, token = make_agent(name)
-        api = APIClient()
+        api = AsgiApiClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
         return api
 
     return client
+
+
+@pytest.fixture
+def api_client(db: Any) -> APIClient:
+    """An API client without credentials, through the ASGI application."""
+    return AsgiApiClient()
+
+
+class PagesClient(Client):
+    def request(self, **request: Any) -> Any:
+        if request.get("PATH_INFO", "").startswith("/api/"):
+            raise AssertionError(
+                "/api/ goes through the API lane in production, not Django's handler: "
+                "use api_client or api_for"
+            )
+        return super().request(**request)
+
+
+@pytest.fixture
+def client() -> Client:
+    """Django's test client, for the pages and the admin (pytest-django's, minus /api/)."""
+    return PagesClient()
 
 
 class FakeClock:

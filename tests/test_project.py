@@ -46,15 +46,15 @@ def test_unknown_page_is_a_friendly_404(client):
 
 
 @pytest.mark.django_db
-def test_openapi_schema_and_offline_docs(client):
-    r = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+def test_openapi_schema_and_offline_docs(api_client):
+    r = api_client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert r.status_code == 200
     import json
 
     schema = json.loads(r.content)
     assert schema["openapi"].startswith("3.")
     assert "/api/v1/channels/{name}/messages/" in schema["paths"]
-    docs = client.get("/api/v1/docs/").content.decode()
+    docs = api_client.get("/api/v1/docs/").content.decode()
     assert "swagger-ui" in docs
     assert "cdn" not in docs.lower()  # assets are served locally (sidecar)
 

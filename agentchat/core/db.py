@@ -7,7 +7,7 @@ plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
 ``run_db`` / ``db_call`` run ORM work for the API lane and the consumers on a small pool of
 long-lived threads (AGENTCHAT_DB_THREADS); ``call_on_loop`` lets that work leave a callback
-(a push) for the event loop to run with the result.
+(a push) for the event loop to run with the result. ``inline_executor`` is the tests' way in.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -68,6 +69,12 @@ def write_atomic(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
 
 
 _pool: ThreadPoolExecutor | None = None
+# Tests only (tests/asgi_client.py): the in-process ASGI test client sets this in the context of
+# each request it drives, and run_db hands that request's database work to it instead of the
+# pool. It runs the work in the test's own thread, on the test's connection and inside the
+# test's transaction, which the pool's threads, with connections of their own, would not see
+# (and on SQLite would wait on). Those connections are the test's: run_db leaves them open.
+inline_executor: ContextVar[Executor | None] = ContextVar("inline_executor", default=None)
 _pool_lock = threading.Lock()
 _thread_state = threading.local()
 
@@ -148,6 +155,7 @@ async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     AGENTCHAT_DB_THREADS), so awaiting code holds no thread and no connection."""
     loop = asyncio.get_running_loop()
     hand_back = _LoopHandBack(loop)
+    inline = inline_executor.get()
 
     def call() -> T:
         _thread_state.hand_back = hand_back
@@ -155,10 +163,11 @@ async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
             return func(*args, **kwargs)
         finally:
             _thread_state.hand_back = None
-            _release_connections()
+            if inline is None:
+                _release_connections()
 
     try:
-        return await loop.run_in_executor(_executor(), call)
+        return await loop.run_in_executor(_executor() if inline is None else inline, call)
     finally:
         hand_back.run()
 

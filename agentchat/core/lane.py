@@ -5,8 +5,28 @@ middleware (sessions, CSRF, messages, static files) with a thread hand-off aroun
 one, and opens and closes its own database connection. The token API needs none of that: here
 the view runs in one hop on the database pool (``run_db``), whose long-lived threads keep their
 SQLite connection. The views, their parsing, authentication and error mapping are the same DRF
-code the in-process tests call; only the envelope differs: the body is capped while it is read,
-the host is validated, a few security headers are set and the length is declared.
+code as through Django; only the envelope differs: the body is capped while it is read, the host
+is validated, a few security headers are set and the length is declared. The API tests go this
+way too (``tests/asgi_client.py``: in process, through ``agentchat.asgi.application``).
+
+What the lane skips, so that nothing under ``/api/`` may rely on it:
+
+- **Middleware**, all of ``settings.MIDDLEWARE``: no ``request.session`` and no session user
+  (``AuthenticationMiddleware``), no CSRF check (``CsrfViewMiddleware``; harmless while every
+  API call authenticates with a bearer token, which a browser does not attach by itself), no
+  messages framework, no ``APPEND_SLASH`` redirect (an API path without its slash is a 404
+  that says so), no whitenoise, and only the headers in ``SECURITY_HEADERS`` (no HSTS, COOP or
+  SSL redirect from ``SecurityMiddleware``).
+- **Request signals**: ``request_started``, ``request_finished`` (Django closes old database
+  connections on them; here ``run_db`` manages connections) and ``got_request_exception`` (an
+  unhandled error is logged here and answered 500 ``INTERNAL_ERROR``); and Django's
+  ``handler404`` / ``handler500`` (the lane answers those codes itself).
+
+So the dashboard of a later issue must not serve its session-authenticated pages, forms or JSON
+fragments under ``/api/``: there they would find no session, no logged-in user and no CSRF
+protection. Its routes go through Django (``agentchat.urls``, outside ``/api/``) with the full
+middleware; anything it needs on every request belongs in middleware there, not in a request
+signal that the API would skip.
 """
 
 from __future__ import annotations

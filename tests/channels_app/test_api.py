@@ -430,22 +430,24 @@ def test_bad_marker_name(alice, review):
 # --- auth -------------------------------------------------------------------------------------
 
 
-def test_no_token_bad_token_and_revoked_token_are_401(client, make_agent, review):
-    r = client.get("/api/v1/channels/")
+def test_no_token_bad_token_and_revoked_token_are_401(api_client, make_agent, review):
+    r = api_client.get("/api/v1/channels/")
     assert (r.status_code, error_code(r)) == (401, "AUTH_REQUIRED")
     assert r["WWW-Authenticate"].startswith("Bearer")
-    r = client.get("/api/v1/channels/", HTTP_AUTHORIZATION="Bearer nope")
+    r = api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION="Bearer nope")
     assert (r.status_code, error_code(r)) == (401, "AUTH_INVALID")
-    r = client.get("/api/v1/channels/", HTTP_AUTHORIZATION="Basic abc")
+    r = api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION="Basic abc")
     assert (r.status_code, error_code(r)) == (401, "AUTH_INVALID")
     agent, token = make_agent("dave")
-    assert client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+    assert (
+        api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
+    )
     from agentchat.core.services import token_revoke
 
     token_revoke(token=agent.tokens.get())
-    r = client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}")
+    r = api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert (r.status_code, error_code(r)) == (401, "AUTH_INVALID")
-    r = client.post(
+    r = api_client.post(
         "/api/v1/channels/review/messages/",
         {"title": "x"},
         content_type="application/json",

@@ -399,11 +399,11 @@ def test_an_audit_failure_rolls_the_lock_back(alice, review, monkeypatch):
     assert state() == before
 
 
-def test_unknown_channel_and_missing_token(alice, client, review):
+def test_unknown_channel_and_missing_token(alice, api_client, review):
     r = alice.post("/api/v1/channels/nope/locks/", {"paths": ["a"]}, format="json")
     assert r.status_code == 404
     assert code(r) == "CHANNEL_NOT_FOUND"
-    assert client.get(LOCKS).status_code == 401
+    assert api_client.get(LOCKS).status_code == 401
 
 
 def test_unicode_spellings_of_one_path_conflict(alice, bob, review):

@@ -191,8 +191,8 @@ def test_create_in_an_unknown_channel_fails_with_channel_not_found(alice, backen
     error(create(alice, "T-1", channel="nosuch"), 404, "CHANNEL_NOT_FOUND")
 
 
-def test_create_needs_a_token(client, backend):
-    response = client.post(
+def test_create_needs_a_token(api_client, backend):
+    response = api_client.post(
         tasks_url(), {"id": "T-1", "title": "x"}, content_type="application/json"
     )
     error(response, 401, "AUTH_REQUIRED")
