@@ -30,13 +30,25 @@ def test_database_is_configured_for_concurrent_writers():
         assert connection.settings_dict["OPTIONS"]["pool"]["max_size"] >= 4
 
 
-def test_front_page_names_server_version_and_docs(client):
+def test_front_page_names_server_version_and_docs(client, settings):
+    settings.VERSION = "9.8.7-test"  # the page shows the setting, not a copy of its value
     r = client.get("/")
     assert r.status_code == 200
     text = r.content.decode()
     assert "AgentChat server" in text
-    assert "0.1.0" in text
+    assert "9.8.7-test" in text
     assert "/api/v1/docs/" in text
+
+
+def test_the_version_is_the_project_s():
+    import tomllib
+
+    from django.conf import settings
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["version"] == settings.VERSION
+    assert project["version"] == settings.SPECTACULAR_SETTINGS["VERSION"]
 
 
 def test_unknown_page_is_a_friendly_404(client):

@@ -458,7 +458,15 @@ def test_no_token_bad_token_and_revoked_token_are_401(api_client, make_agent, re
 
 
 def test_tokens_are_hashed_at_rest(make_agent):
+    import hashlib
+
+    from agentchat.core.models import ApiToken
+
     agent, token = make_agent("erin")
     stored = agent.tokens.get()
-    assert token not in (stored.digest, stored.hint)
-    assert len(stored.digest) == 64
+    assert stored.digest == hashlib.sha256(token.encode()).hexdigest()
+    # The hint is the token's first characters, shown in the admin: a short prefix only.
+    assert token.startswith(stored.hint) and len(stored.hint) <= 12 < len(token)
+    # No column of the row holds the token, nor enough of it to stand for it.
+    row = ApiToken.objects.filter(pk=stored.pk).values().get()
+    assert not any(token[:16] in str(value) for value in row.values()), row
