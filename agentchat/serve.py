@@ -198,7 +198,7 @@ class ServerProcess:
     sleeps; a child that dies first closes the pipe, and the constructor raises with its
     output. The port is picked before the child binds it, so another process may take it in
     between: then the start is retried on another port. Output goes to
-    ``log_dir/server-<port>.log``.
+    ``log_dir/server-<port>.log`` (``log_name`` is formatted with the port).
     """
 
     def __init__(
@@ -206,12 +206,13 @@ class ServerProcess:
         *,
         env: Mapping[str, str],
         log_dir: Path,
+        log_name: str = "server-{port}.log",
         start_timeout: float = 30.0,
         access_log: bool = False,
         attempts: int = 3,
     ) -> None:
         for attempt in range(1, attempts + 1):
-            self._spawn(dict(env), log_dir, access_log)
+            self._spawn(dict(env), log_dir, log_name, access_log)
             error = self._wait_ready(start_timeout)
             if error is None:
                 return
@@ -220,11 +221,11 @@ class ServerProcess:
             if "Address already in use" not in output or attempt == attempts:
                 raise RuntimeError(f"server on port {self.port} {error}: {output[-3000:]}")
 
-    def _spawn(self, env: dict[str, str], log_dir: Path, access_log: bool) -> None:
+    def _spawn(self, env: dict[str, str], log_dir: Path, log_name: str, access_log: bool) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
-        self.log_path = log_dir / f"server-{self.port}.log"
+        self.log_path = log_dir / log_name.format(port=self.port)
         self.log = open(self.log_path, "w+b")  # noqa: SIM115  (closed by stop() and kill())
         read_end, write_end = os.pipe()
         self.command = daphne_command(

@@ -5,8 +5,9 @@ Usage::
     .venv/bin/python bench/bench_core.py [--quick] [--json PATH] [--skip-reference]
 
 It creates a throwaway SQLite database in a temp dir, migrates it, creates agents with
-``manage.py create_agent_token``, starts daphne exactly as ``agentchat.serve.daphne_command``
-does on a free 127.0.0.1 port, and measures HTTP posts/s (sequential and 8 concurrent clients),
+``manage.py create_agent_token``, starts our server as ``make run`` does
+(``agentchat.serve.ServerProcess``, the launcher the tests use) on a free 127.0.0.1 port, and
+measures HTTP posts/s (sequential and 8 concurrent clients),
 post -> websocket push and post -> wait latency, reading 10 new messages in a 100- and a
 100,000-message channel, and 1,000 parked waiters woken by one post. Then it measures the same
 operations through the reference CLI (``agent-chat-plugin`` in a cached scratch venv under
@@ -20,33 +21,49 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
-import platform
-import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# bench/ is on sys.path as the script's folder. The harness, the reference driver and the report
+# are modules of their own, which every bench script imports.
+from harness import (
+    ROOT,  # noqa: F401  (for scripts that import it from here, as before)
+    Run,
+    Server,
+    auth,
+    channel_create,
+    create_tokens,
+    django_helper,
+    lat_summary,
+    log,
+    machine_info,
+    migrate,
+    ms,
+    pct,
+    postgres_admin,
+    proc_cpu_s,
+    proc_fds,
+    proc_rss_mb,
+    proc_threads,
+    project_env,
+    raise_nofile,
+    run_helper,
+    seqs_of,
+)
+from rawhttp import HttpError, RawHttp
+from reference import REF_PACKAGE, REF_VENV_DEFAULT, Ref, ensure_ref_venv, ref_fill
+from report import Report, fmt, fmt_ratio, print_table, ratio
 
-from rawhttp import HttpError, RawHttp  # noqa: E402  (bench/ is on sys.path as the script dir)
-
-REF_PACKAGE = "agent-chat-plugin==0.7.5"
-REF_VENV_DEFAULT = Path(tempfile.gettempdir()) / "agentchat-bench-refvenv"
 REF_HISTORIC_8PROC = (24.0, 34.0)  # posts/s the reference managed with 8 processes (issue 2)
 WAIT_TIMEOUT_S = 120  # the long-poll timeout our waiters ask for; far beyond every deadline
 
@@ -119,216 +136,6 @@ QUICK = Plan(
     ref_read_big=100_000,
     section_budget_s=40,
 )
-
-
-def log(text: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
-
-
-def pct(values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (q in 0..1) of ``values``; None when empty."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
-
-
-def ms(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds * 1000, 2)
-
-
-def lat_summary(seconds: list[float]) -> dict[str, Any]:
-    return {
-        "n": len(seconds),
-        "p50_ms": ms(pct(seconds, 0.5)),
-        "p99_ms": ms(pct(seconds, 0.99)),
-        "max_ms": ms(max(seconds) if seconds else None),
-    }
-
-
-# --- Django helper (a separate process on the same database) -------------------------------
-
-
-def django_helper(spec: dict[str, Any]) -> dict[str, Any]:
-    """Runs in a child process: bulk agent creation and a fast channel fill through the ORM."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentchat.settings")
-    import uuid
-
-    import django
-
-    django.setup()
-    from django.db import connection, transaction
-    from django.utils import timezone
-
-    from agentchat.core.services import agent_get_or_create, token_create
-    from channels_app.models import Channel, Message
-
-    if spec["op"] == "agents":
-        tokens = []
-        for i in range(spec["count"]):
-            agent = agent_get_or_create(name=f"{spec['prefix']}{i:04d}")
-            tokens.append(token_create(agent=agent, label="bench"))
-        return {"tokens": tokens}
-    if spec["op"] == "fill":
-        channel = Channel.objects.get(name=spec["channel"])
-        table = Channel._meta.db_table
-        left, batch = spec["count"], 10_000
-        started = time.perf_counter()
-        while left:
-            n = min(batch, left)
-            # One transaction per batch: the counter moves with the rows it covers, so
-            # Channel.last_seq always equals the highest committed seq.
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s "
-                        "RETURNING last_seq",
-                        [n, channel.pk],
-                    )
-                    last = int(cursor.fetchone()[0])
-                now = timezone.now()
-                Message.objects.bulk_create(
-                    Message(
-                        id=f"msg_{uuid.uuid4().hex}",
-                        channel_id=channel.pk,
-                        seq=seq,
-                        sender=spec["sender"],
-                        to=[],
-                        recipients="",
-                        ts=now,
-                        title=f"fill {seq}",
-                        body=f"filler message {seq}",
-                    )
-                    for seq in range(last - n + 1, last + 1)
-                )
-            left -= n
-        return {"last_seq": last, "fill_s": round(time.perf_counter() - started, 2)}
-    raise ValueError(f"unknown helper op {spec['op']!r}")
-
-
-def run_helper(env: dict[str, str], spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--django-helper", json.dumps(spec)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"helper {spec['op']} failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-# --- The server ----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def proc_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_threads(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/task"))
-
-
-def proc_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def proc_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
-class Server:
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        from agentchat.serve import daphne_command
-
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        self.command = daphne_command("127.0.0.1", self.port, access_log=False)
-        self._log = open(log_path, "wb")  # noqa: SIM115  (closed in stop())
-        self.proc = subprocess.Popen(
-            self.command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        self.pid = self.proc.pid
-        import httpx
-
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited at start: {self.log_text()[-2000:]}")
-            try:
-                httpx.get(self.url + "/", timeout=1)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        output = self.log_text()[-2000:]
-        self.stop()
-        raise RuntimeError(f"server did not start in 30 s: {output}")
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def locked_count(self) -> int:
-        return self.log_text().count("database is locked")
-
-    def stop(self) -> float | None:
-        """SIGTERM, then SIGKILL after 10 s. Returns the seconds it took to exit."""
-        started = time.monotonic()
-        took: float | None = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-                took = round(time.monotonic() - started, 2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log.close()
-        return took
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def channel_create(url: str, token: str, name: str) -> None:
-    import httpx
-
-    r = httpx.post(f"{url}/api/v1/channels/", json={"name": name}, headers=auth(token), timeout=30)
-    if r.status_code != 201:
-        raise RuntimeError(f"create channel {name}: {r.status_code} {r.text[:300]}")
-
-
-def seqs_of(url: str, token: str, channel: str) -> list[int]:
-    import httpx
-
-    seqs: list[int] = []
-    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as client:
-        for _ in range(1000):  # bounded: 1000 pages of 1000
-            r = client.get(
-                f"/api/v1/channels/{channel}/messages/",
-                params={"after": seqs[-1] if seqs else 0, "limit": 1000},
-            )
-            r.raise_for_status()
-            page = [m["seq"] for m in r.json()["messages"]]
-            seqs += page
-            if len(page) < 1000:
-                break
-    return seqs
 
 
 # --- Our server: sections ------------------------------------------------------------------
@@ -742,65 +549,6 @@ async def _fanout(
 # --- The reference CLI ---------------------------------------------------------------------
 
 
-def ensure_ref_venv(path: Path) -> Path:
-    binary = path / "bin" / "agent-chat"
-    ok = (
-        binary.exists()
-        and subprocess.run(
-            [str(path / "bin" / "python"), "-c", "import chat"], capture_output=True, check=False
-        ).returncode
-        == 0
-    )
-    if ok:
-        log(f"reusing the reference CLI in {path}")
-        return binary
-    log(f"installing {REF_PACKAGE} into {path} (cached for later runs)")
-    shutil.rmtree(path, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
-    subprocess.run(
-        [str(path / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", REF_PACKAGE],
-        check=True,
-        timeout=300,
-    )
-    return binary
-
-
-class Ref:
-    def __init__(self, binary: Path, root: Path) -> None:
-        self.binary, self.root = str(binary), root
-
-    def argv(self, *args: str) -> list[str]:
-        return [self.binary, "--root", str(self.root), *args]
-
-    def run(self, *args: str, capture: bool = False) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(*args),
-            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=True,
-            timeout=60,
-        )
-
-    def post(self, channel: str, sender: str, title: str, to: str = "all") -> None:
-        self.run(
-            "post",
-            channel,
-            "--from",
-            sender,
-            "--to",
-            to,
-            "--title",
-            title,
-            "--body",
-            "hello world, " * 8,
-        )
-
-    def seqs(self, channel: str) -> list[int]:
-        names = (e.name for e in os.scandir(self.root / channel))
-        return [int(n.split("-", 1)[0]) for n in names if n.endswith(".md") and n[:1].isdigit()]
-
-
 def ref_posts_sequential(ref: Ref, n: int, budget: float) -> dict[str, Any]:
     ref.run("init", "seq")
     lat: list[float] = []
@@ -892,23 +640,6 @@ def ref_wait_latency(ref: Ref, n: int, budget: float) -> dict[str, Any]:
     return {"interval_s": interval, **lat_summary(lat), "bad_returns": bad}
 
 
-def ref_fill(ref: Ref, channel: str, count: int) -> float:
-    """Write ``count`` messages in the reference's exact format (REFERENCE-CLI §3.3)."""
-    started = time.perf_counter()
-    ref.run("init", channel)
-    folder = ref.root / channel
-    for seq in range(1, count + 1):
-        text = (
-            f"---\nseq: {seq}\nfrom: filler\nto: all\nchannel: {channel}\n"
-            f"ts: 2026-11-29T15:40:43+00:00\nstatus: discussion\ntitle: fill {seq}\n---\n"
-            f"filler message {seq}\n"
-        )
-        (folder / f"{seq:04d}-filler-fill-{seq}.md").write_text(text, encoding="utf-8")
-    (folder / ".cursors").mkdir(exist_ok=True)
-    (folder / ".cursors" / "reader.txt").write_text(str(count), encoding="utf-8")
-    return time.perf_counter() - started
-
-
 def ref_read(ref: Ref, small: int, big: int, reps: int, budget: float) -> dict[str, Any]:
     sizes = {"small": small, "big": big}
     names = {key: f"read{size}" for key, size in sizes.items()}
@@ -948,76 +679,12 @@ def ref_read(ref: Ref, small: int, big: int, reps: int, budget: float) -> dict[s
 # --- Orchestration -------------------------------------------------------------------------
 
 
-class Run:
-    def __init__(self) -> None:
-        self.results: dict[str, Any] = {}
-
-    def section(self, name: str, func: Callable[..., Any], *args: Any) -> dict[str, Any]:
-        log(f"{name} ...")
-        started = time.monotonic()
-        try:
-            result = func(*args)
-            if asyncio.iscoroutine(result):
-                result = asyncio.run(result)
-            result = result or {}
-        except Exception as exc:  # one broken section must not lose the others
-            traceback.print_exc()
-            result = {"error": f"{type(exc).__name__}: {exc}"}
-        result["section_s"] = round(time.monotonic() - started, 1)
-        self.results[name] = result
-        log(f"{name}: {json.dumps(result)[:400]}")
-        return result
-
-
-def raise_nofile(want: int = 8192) -> tuple[int, int]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
-    if soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)
-
-
-def create_tokens(env: dict[str, str], names: list[str]) -> dict[str, str]:
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(name: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "manage.py", "create_agent_token", name],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        return out.stdout.strip().splitlines()[-1]
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip(names, pool.map(one, names), strict=True))
-
-
 def measure_ours(
     run: Run, plan: Plan, tmp: Path, database_url: str | None, redis_url: str | None
 ) -> None:
-    db = database_url or f"sqlite:///{tmp / 'db.sqlite3'}"
-    env = {
-        **os.environ,
-        "DATABASE_URL": db,
-        "DJANGO_SETTINGS_MODULE": "agentchat.settings",
-        "DEBUG": "0",
-        "LOG_LEVEL": "WARNING",
-    }
-    env.pop("REDIS_URL", None)  # the single-process default: in-memory channel layer
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    log(f"migrating {db}")
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=300,
-    )
+    env = project_env(tmp, database_url, redis_url)
+    log(f"migrating {env['DATABASE_URL']}")
+    migrate(env)
     workers = [f"w{k}" for k in range(plan.conc_clients)]
     log("creating agents with manage.py create_agent_token")
     tokens = create_tokens(env, ["alice", "bob", "reader", *workers])
@@ -1132,41 +799,6 @@ def measure_reference(run: Run, plan: Plan, tmp: Path, venv: Path) -> None:
 # --- Report --------------------------------------------------------------------------------
 
 
-def fmt(value: Any, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        text = (
-            f"{value:,.0f}"
-            if abs(value) >= 100
-            else f"{value:.1f}"
-            if abs(value) >= 10
-            else (f"{value:.2f}")
-        )
-    else:
-        text = f"{value:,}" if isinstance(value, int) else str(value)
-    return f"{text}{unit}"
-
-
-def fmt_ratio(value: float | None, suffix: str = "") -> str:
-    """``2.50x``; below 0.1 as a fraction (``1/270x``), which reads better than ``0.00x``."""
-    if value is None:
-        return "-"
-    if 0 < value < 0.1:
-        return f"1/{1 / value:,.0f}x{suffix}"
-    return f"{value:.2f}x{suffix}"
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else "PASS" if ok else "MISS"
-
-
 def build_report(res: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
     def g(section: str, key: str) -> Any:
         return res.get(section, {}).get(key)
@@ -1174,21 +806,8 @@ def build_report(res: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
     def pair(section: str, a: str, b: str, unit: str = " ms") -> str:
         return f"{fmt(g(section, a))} / {fmt(g(section, b))}{unit}"
 
-    rows: list[list[str]] = []
-    checks: dict[str, Any] = {}
-
-    def row(
-        label: str,
-        ours: str,
-        ref: str = "",
-        rat: str = "",
-        target: str = "",
-        ok: bool | None = None,
-        key: str | None = None,
-    ) -> None:
-        rows.append([label, ours, ref, rat, target, verdict(ok) if target else ""])
-        if key and target:
-            checks[key] = {"target": target, "ok": ok}
+    report = Report()
+    row = report.row
 
     seq_o, seq_r = (
         g("ours_posts_sequential", "posts_per_s"),
@@ -1340,33 +959,7 @@ def build_report(res: dict[str, Any]) -> tuple[list[list[str]], dict[str, Any]]:
             f"{fmt(g(section, 'listen_overflows_during_setup'))}",
         )
     row("server exit after SIGTERM", fmt(g("server", "sigterm_exit_s"), " s"))
-    return rows, checks
-
-
-def print_table(rows: list[list[str]], header: list[str]) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()  # noqa: E731
-    print(line(header))
-    print(line(["-" * w for w in widths]))
-    for r in rows:
-        print(line(r))
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-def postgres_admin(server_url: str, statement: str) -> None:
-    """Run a statement (CREATE / DROP DATABASE) in the server's ``postgres`` database."""
-    import psycopg
-
-    with psycopg.connect(f"{server_url.rstrip('/')}/postgres", autocommit=True) as conn:
-        conn.execute(statement)
+    return report.rows, report.checks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1439,7 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
     run.results["total_s"] = round(time.time() - started, 1)
     rows, checks = build_report(run.results)
     run.results["targets"] = checks
-    errors = {k: v["error"] for k, v in run.results.items() if isinstance(v, dict) and "error" in v}
+    errors = run.errors()
 
     info = run.results
     print(
@@ -1453,7 +1046,7 @@ def main(argv: list[str] | None = None) -> int:
         "running share these cores, so figures are noisy (±25% between runs is normal)."
     )
     print()
-    print_table(rows, ["measure", "ours", "reference CLI", "ours/ref", "target", "ok?"])
+    print_table(rows, Report.HEADER)
     print()
     ref_big = info.get("ref_read", {}).get("big_messages")
     print(

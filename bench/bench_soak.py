@@ -2,14 +2,15 @@
 
     .venv/bin/python bench/bench_soak.py [--minutes 10] [--rate 40] [--json PATH]
 
-Starts a server on a throwaway SQLite database (as bench_core.py does) and runs, all at once:
-posters (directed and broadcast messages, at a bounded total rate), readers (``read``),
-long-poll waiters, websocket subscribers that reconnect with ``since`` now and then, and task
-and path-lock workers (create / claim / done, lock / check / unlock). Every 10 s it samples the
-server's memory, threads, open files, CPU and the SQLite WAL's size. At the end it checks that
-nothing was lost: the channel's seqs are contiguous and equal the acknowledged posts, every
-subscriber saw every message exactly once, every waiter's cursor only moved forward, and
-SQLite's integrity check passes. Prints the samples and a verdict; never asserted in tests.
+Starts a server on a throwaway SQLite database (with the harness bench_core.py uses) and runs,
+all at once: posters (directed and broadcast messages, at a bounded total rate), readers
+(``read``), long-poll waiters, websocket subscribers that reconnect with ``since`` now and then,
+and task and path-lock workers (create / claim / done, lock / check / unlock). Every 10 s it
+samples the server's memory, threads, open files, CPU and the SQLite WAL's size. At the end it
+checks that nothing was lost: the channel's seqs are contiguous and equal the acknowledged
+posts, every subscriber saw every message exactly once, every waiter's cursor only moved
+forward, and SQLite's integrity check passes. Prints the samples and a verdict; never asserted
+in tests.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,15 +28,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import (
-    ROOT,
+from harness import (
     Server,
     channel_create,
     create_tokens,
+    migrate,
     proc_cpu_s,
     proc_fds,
     proc_rss_mb,
     proc_threads,
+    project_env,
     raise_nofile,
     seqs_of,
 )
@@ -230,11 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="agentchat-soak-"))
     db = tmp / "db.sqlite3"
     try:
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}", "LOG_LEVEL": "WARNING"}
-        env.pop("REDIS_URL", None)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
-        )
+        env = project_env(tmp)  # SQLite in tmp/db.sqlite3
+        migrate(env)
         names = [
             *(f"poster{k}" for k in range(POSTERS)),
             *(f"reader{k}" for k in range(READERS)),

@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/bench_tasks.py [--quick] [--skip-reference] [--json PATH]
 
-Starts a server on a throwaway SQLite database (as bench_core.py does) and prints, in one run:
-the latency of task create / claim / done and of lock / check / unlock over HTTP, 8 workers
-racing to claim a pool of tasks (claims/s, and that every task went to exactly one worker), and
-the same operations through the reference CLI (one process per operation) with the ratios.
+Starts a server on a throwaway SQLite database (with the harness bench_core.py uses) and
+prints, in one run: the latency of task create / claim / done and of lock / check / unlock over
+HTTP, 8 workers racing to claim a pool of tasks (claims/s, and that every task went to exactly
+one worker), and the same operations through the reference CLI (one process per operation)
+with the ratios.
 Bounded in count and time; traffic only to 127.0.0.1.
 """
 
@@ -26,17 +27,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import (
-    ROOT,
-    Ref,
+from harness import (
     Server,
     channel_create,
     create_tokens,
-    ensure_ref_venv,
     lat_summary,
+    migrate,
+    project_env,
     raise_nofile,
 )
 from rawhttp import RawHttp
+from reference import Ref, ensure_ref_venv
 
 WORKERS = 8
 
@@ -213,13 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="agentchat-bench-tasks-"))
     results: dict[str, Any] = {"quick": args.quick}
     try:
-        env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}"}
-        env.pop("REDIS_URL", None)
-        import subprocess
-
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
-        )
+        env = project_env(tmp)
+        migrate(env)
         names = ["alice", *(f"w{k}" for k in range(WORKERS))]
         tokens = create_tokens(env, names)
         server = Server(env, tmp / "server.log")
