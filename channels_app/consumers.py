@@ -24,10 +24,19 @@ from agentchat.core.db import db_call
 from agentchat.core.errors import AppError, error_body
 from agentchat.core.push import EVENT_TYPE
 from agentchat.core.scope import scope_agent, scope_query, websocket_principal
-from channels_app.selectors import channel_get, channel_last_seq, message_to_dict, messages_after
+from channels_app.selectors import (
+    channel_get,
+    channel_last_seq,
+    message_to_dict,
+    messages_after_visible,
+)
 from channels_app.services import channel_group, cursors_compare_and_set, messages_read
 
 REPLAY_PAGE = 500
+# A subscriber that may no longer see its channel (members or visibility changed) is closed
+# with this code after an error frame saying CHANNEL_NOT_FOUND. An application code like an
+# HTTP status: daphne (autobahn) sends no close code but 1000 and 3000-4999.
+ACCESS_LOST_CLOSE_CODE = 4404
 logger = logging.getLogger(__name__)
 
 
@@ -50,8 +59,8 @@ def parse_timeout(raw: str | None) -> float:
 
 def ring_may_concern(event: dict[str, Any], name: str) -> bool:
     """False only when a ring certainly carries nothing relevant to ``name``."""
-    if event.get("kind") != "message":
-        return True
+    if event.get("kind") != "message" or event.get("access"):
+        return True  # a change of members or visibility concerns every waiter: re-check
     sender, to = event.get("from"), event.get("to")
     return not (sender == name or (to and name not in to))
 
@@ -98,7 +107,9 @@ class ChannelWaitConsumer:
             if unknown:
                 raise AppError("UNKNOWN_FIELD", f"unknown parameter(s): {', '.join(unknown)}")
             agent = await db_call(scope_agent)(scope)
-            channel = await db_call(channel_get)(scope["url_route"]["kwargs"]["name"])
+            channel = await db_call(channel_get)(
+                scope["url_route"]["kwargs"]["name"], viewer=agent.name
+            )
         except AppError as exc:
             await _send_json(send, exc.status, error_body(exc))
             return
@@ -112,7 +123,12 @@ class ChannelWaitConsumer:
             for task in (waiting, disconnected):
                 task.cancel()
         if waiting in done:
-            await _send_json(send, 200, waiting.result())
+            try:
+                result = waiting.result()
+            except AppError as exc:  # the waiter may no longer see the channel
+                await _send_json(send, exc.status, error_body(exc))
+                return
+            await _send_json(send, 200, result)
 
     @staticmethod
     async def _disconnect(receive: Any) -> None:
@@ -251,9 +267,12 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
         self.group = None
         self.sweeper: asyncio.Future[None] | None = None
         self.sending = asyncio.Lock()  # frames go out in seq order, each once
+        self.ended = False
         try:
-            await db_call(websocket_principal)(self.scope)
-            self.channel_row = await db_call(channel_get)(self.scope["url_route"]["kwargs"]["name"])
+            self.principal = await db_call(websocket_principal)(self.scope)
+            self.channel_row = await db_call(channel_get)(
+                self.scope["url_route"]["kwargs"]["name"], viewer=self.principal
+            )
             since = scope_query(self.scope).get("since")
             if since is not None and not since.isdigit():
                 raise AppError("INVALID_SEQ", "since must be a non-negative integer")
@@ -285,12 +304,26 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "error", **error_body(error)})
 
     async def catch_up(self) -> None:
-        """Send every message after ``last_sent``; the caller holds ``sending``."""
-        fetch = db_call(messages_after)
-        while True:
-            messages = await fetch(
-                channel=self.channel_row, after=self.last_sent, limit=REPLAY_PAGE
-            )
+        """Send every message after ``last_sent``; the caller holds ``sending``.
+
+        Every message after the one that recorded a change of members or visibility comes
+        through here (that one is never inlined in its ring), and this read checks access
+        after reading: a subscriber that may no longer see the channel gets no further frame
+        but an error, and is closed."""
+        fetch = db_call(messages_after_visible)
+        while not self.ended:
+            try:
+                messages = await fetch(
+                    channel=self.channel_row,
+                    viewer=self.principal,
+                    after=self.last_sent,
+                    limit=REPLAY_PAGE,
+                )
+            except AppError as exc:
+                self.ended = True
+                await self.send_json({"type": "error", **error_body(exc)})
+                await self.close(code=ACCESS_LOST_CLOSE_CODE)
+                return
             for message in messages:
                 await self.send_json({"type": "message", "message": message_to_dict(message)})
                 self.last_sent = message.seq
@@ -314,7 +347,7 @@ class ChannelStreamConsumer(AsyncJsonWebsocketConsumer):
         if event.get("kind") != "message":
             return
         async with self.sending:
-            if event["seq"] <= self.last_sent:
+            if self.ended or event["seq"] <= self.last_sent:
                 return
             if event["seq"] == self.last_sent + 1 and "message" in event:
                 await self.send_json({"type": "message", "message": event["message"]})

@@ -2,10 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
+from django.db.models import Lookup
 from django.db.models.functions import Lower
 
 from agentchat.core.models import Agent
+
+
+class NameListHas(Lookup):
+    """``members__has_name="bob"``: the JSON list holds the string ``bob`` (exactly).
+
+    Django's ``contains`` on a JSONField is not available on SQLite; this is the one membership
+    test in SQL, so the channel list filters members-only channels in the database.
+    """
+
+    lookup_name = "has_name"
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        # The name is bound as a plain string, not JSON-encoded as JSONField would prepare it.
+        params = [*lhs_params, self.rhs]
+        if connection.vendor == "sqlite":
+            return (
+                f"EXISTS (SELECT 1 FROM json_each({lhs}) AS _names "
+                "WHERE _names.type = 'text' AND _names.value = %s)",
+                params,
+            )
+        if connection.vendor == "postgresql":
+            return f"({lhs} @> jsonb_build_array(%s::text))", params
+        raise NotImplementedError(f"has_name is not implemented on {connection.vendor}")
 
 
 class Channel(models.Model):
@@ -15,7 +42,8 @@ class Channel(models.Model):
 
     name = models.CharField(max_length=64, unique=True)
     topic = models.TextField(blank=True)
-    # The roster: informational, as in the reference (channels are open).
+    # The roster. On an open channel it is informational, as in the reference; on a
+    # members-only channel it is who may see the channel at all (channels_app.selectors).
     members = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=64, blank=True)
@@ -36,6 +64,9 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+Channel._meta.get_field("members").register_lookup(NameListHas)
 
 
 class Message(models.Model):

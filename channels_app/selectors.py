@@ -20,16 +20,78 @@ PEEK_MAX = 1000
 _CHANNEL_BY_NAME = RowSelect((Channel, "c"), from_="{Channel} c", where="c.name = %s")
 
 
-def channel_get(name: str) -> Channel:
-    """Raises CHANNEL_NOT_FOUND."""
+def channel_not_found(name: str) -> AppError:
+    """The one answer for a channel that does not exist and for one the viewer may not see:
+    the same code, message and detail, so a non-member cannot tell them apart."""
+    return AppError("CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name})
+
+
+def channel_visible(channel: Channel, viewer: str) -> bool:
+    """The access rule (DESIGN §5 "Visibility"): an open channel is visible to everyone with a
+    token; a members-only one only to the names on its roster. Anything else is closed.
+
+    ``viewer`` is the acting principal's name: an agent's name, or ``user:<name>`` for a staff
+    browser session without a linked agent (agentchat.core.scope), which is never on a roster
+    (members are agent names, which cannot contain ':')."""
+    if channel.visibility == Channel.Visibility.OPEN:
+        return True
+    members = channel.members
+    # A list of names, compared exactly (a string roster would match substrings).
+    return (
+        channel.visibility == Channel.Visibility.MEMBERS
+        and isinstance(members, list)
+        and viewer in members
+    )
+
+
+def channel_get(name: str, *, viewer: str) -> Channel:
+    """The channel ``name`` as ``viewer`` may see it. Raises CHANNEL_NOT_FOUND when it does not
+    exist *or* is members-only and ``viewer`` is not a member (the same error body).
+
+    This is the one place that decides who sees a channel: every surface that names a channel
+    looks it up here with the acting principal as ``viewer`` — the REST views of channels,
+    tasks and locks, marker claims, the wait and the websocket stream, and the surfaces still to
+    come (search, sync exports of a user, the dashboard, MCP). Lists use
+    ``channels_visible_to``; reads that may run after a visibility change re-check with
+    ``channel_last_seq_visible`` or ``messages_after_visible``."""
     row = _CHANNEL_BY_NAME.first([name])
-    if row is None:
-        raise AppError("CHANNEL_NOT_FOUND", f"channel {name!r} not found", detail={"name": name})
+    if row is None or not channel_visible(row[0], viewer):
+        raise channel_not_found(name)
     return row[0]
+
+
+def channels_visible(viewer: str) -> Q:
+    """``channel_visible`` as a filter on Channel rows."""
+    return Q(visibility=Channel.Visibility.OPEN) | Q(
+        visibility=Channel.Visibility.MEMBERS, members__has_name=viewer
+    )
+
+
+def channels_visible_to(viewer: str) -> QuerySet[Channel]:
+    """Every channel ``viewer`` may see (lists, unread counts), by name."""
+    return Channel.objects.filter(channels_visible(viewer)).order_by("name")
 
 
 def channel_last_seq(channel_id: int) -> int:
     return Channel.objects.filter(pk=channel_id).values_list("last_seq", flat=True).get()
+
+
+def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
+    """The channel's last seq, re-reading its access in the same row read: raises
+    CHANNEL_NOT_FOUND when ``viewer`` may no longer see it (a change of members or visibility
+    since ``channel_get``). Reads and waits call it inside their transaction, so a read that
+    commits after a change obeys the change."""
+    row = (
+        Channel.objects.filter(pk=channel.pk)
+        .values_list("last_seq", "visibility", "members")
+        .first()
+    )
+    if row is None:
+        raise channel_not_found(channel.name)
+    last_seq, visibility, members = row
+    if not channel_visible(Channel(visibility=visibility, members=members), viewer):
+        raise channel_not_found(channel.name)
+    return last_seq
 
 
 def relevant_filter(name: str) -> Q:
@@ -59,6 +121,17 @@ def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> li
     )
 
 
+def messages_after_visible(
+    *, channel: Channel, viewer: str, after: int, limit: int = PEEK_MAX
+) -> list[Message]:
+    """``messages_after`` for a live subscriber: raises CHANNEL_NOT_FOUND when ``viewer`` may
+    no longer see the channel. Access is checked *after* the messages are read, so a batch that
+    holds a change of members or visibility is judged by that change (or a later one)."""
+    messages = messages_after(channel=channel, after=after, limit=limit)
+    channel_last_seq_visible(channel, viewer=viewer)
+    return messages
+
+
 def message_peek(
     *, channel: Channel, after: int | None = None, limit: int = PEEK_DEFAULT
 ) -> list[Message]:
@@ -81,9 +154,9 @@ def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
 
 
 def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
-    """Every channel with the agent's cursor and unread count, in one query: per channel, a
-    count over the (channel, seq) index range after the cursor, so it costs the unread rows,
-    not the channel's size."""
+    """Every channel the agent may see with its cursor and unread count, in one query: per
+    channel, a count over the (channel, seq) index range after the cursor, so it costs the
+    unread rows, not the channel's size."""
     cursor = Coalesce(
         Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
         0,
@@ -96,11 +169,13 @@ def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    channels = Channel.objects.annotate(cursor=cursor).annotate(
-        unread=Coalesce(Subquery(unread), 0)
+    channels = (
+        channels_visible_to(agent.name)
+        .annotate(cursor=cursor)
+        .annotate(unread=Coalesce(Subquery(unread), 0))
     )
     result = []
-    for channel in channels.order_by("name"):
+    for channel in channels:
         data = channel_to_dict(channel)
         data["cursor"] = channel.cursor
         data["unread"] = channel.unread
@@ -116,6 +191,7 @@ def channel_to_dict(channel: Channel) -> dict[str, Any]:
         "created_at": channel.created_at.isoformat() if channel.created_at else None,
         "created_by": channel.created_by,
         "last_seq": channel.last_seq,
+        "visibility": channel.visibility,
     }
 
 

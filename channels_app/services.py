@@ -23,7 +23,13 @@ from agentchat.core.push import group_name, push_on_commit
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
-from channels_app.selectors import channel_last_seq, message_to_dict, messages_relevant
+from channels_app.selectors import (
+    channel_last_seq_visible,
+    channel_not_found,
+    channel_visible,
+    message_to_dict,
+    messages_relevant,
+)
 
 BROADCAST_WORDS = {"all", "*"}
 # A message whose JSON is at most this big rides along with its push, so subscribers need not
@@ -32,6 +38,12 @@ PUSH_INLINE_LIMIT = 16 * 1024
 MESSAGE_ID_MAX = 128
 TITLE_MAX = 1000
 STATUS_MAX = 100
+# Bounded so that the channel.updated audit, which carries the before and after of each
+# changed field, always fits in a message body.
+TOPIC_MAX = 4096
+MEMBERS_MAX = 1000
+EVENT_CHANNEL_UPDATED = "channel.updated"
+VISIBILITIES = tuple(Channel.Visibility.values)
 
 
 def channel_group(channel_id: int) -> str:
@@ -39,12 +51,36 @@ def channel_group(channel_id: int) -> str:
 
 
 def members_normalize(members: Iterable[str]) -> list[str]:
+    """Validated agent names, duplicates dropped, order kept. Raises INVALID_NAME,
+    INVALID_VALUE (more than MEMBERS_MAX)."""
     result: list[str] = []
     for member in members:
         check_agent_name(member, field="members")
         if member not in result:
             result.append(member)
+            if len(result) > MEMBERS_MAX:
+                raise AppError(
+                    "INVALID_VALUE",
+                    f"a channel has at most {MEMBERS_MAX} members",
+                    detail={"field": "members", "max": MEMBERS_MAX},
+                )
     return result
+
+
+def topic_check(topic: object) -> str:
+    """Raises INVALID_VALUE (also over TOPIC_MAX characters), FIELD_TOO_LARGE."""
+    return text_check(topic, field="topic", max_chars=TOPIC_MAX)
+
+
+def visibility_check(visibility: object) -> str:
+    """``open`` or ``members``. Raises INVALID_VALUE."""
+    if visibility not in VISIBILITIES or not isinstance(visibility, str):
+        raise AppError(
+            "INVALID_VALUE",
+            f"visibility must be one of: {', '.join(VISIBILITIES)}",
+            detail={"field": "visibility", "choices": list(VISIBILITIES)},
+        )
+    return visibility
 
 
 def recipients_column(recipients: list[str]) -> str:
@@ -81,18 +117,35 @@ def recipients_normalize(to: str | list[str] | None) -> list[str]:
 
 @write_atomic()
 def channel_create(
-    *, name: str, created_by: str, topic: str = "", members: Iterable[str] = ()
+    *,
+    name: str,
+    created_by: str,
+    topic: str = "",
+    members: Iterable[str] = (),
+    visibility: str = Channel.Visibility.OPEN,
 ) -> Channel:
-    """Raises INVALID_NAME, CHANNEL_EXISTS (names are unique case-insensitively)."""
+    """Create a channel. A members-only channel always has its creator on the roster (put
+    first when the request did not name it): a creator could not see its own channel otherwise.
+
+    Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_EXISTS (names are unique
+    case-insensitively, so the name of a members-only channel is taken even for non-members:
+    the 409 says that much and nothing else)."""
     check_channel_name(name)
-    text_check(topic, field="topic")
+    topic_check(topic)
     members = members_normalize(members)
+    visibility_check(visibility)
+    if visibility == Channel.Visibility.MEMBERS and created_by not in members:
+        members = members_normalize([created_by, *members])
     if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
         raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
     try:
         with transaction.atomic():
             return Channel.objects.create(
-                name=name, topic=topic, members=members, created_by=created_by
+                name=name,
+                topic=topic,
+                members=members,
+                created_by=created_by,
+                visibility=visibility,
             )
     except IntegrityError:
         raise AppError(
@@ -102,20 +155,88 @@ def channel_create(
 
 @write_atomic()
 def channel_update(
-    *, channel: Channel, topic: str | None = None, members: Iterable[str] | None = None
+    *,
+    channel: Channel,
+    actor: str,
+    topic: str | None = None,
+    members: Iterable[str] | None = None,
+    visibility: str | None = None,
+    admin: bool = False,
 ) -> Channel:
-    """Raises INVALID_NAME (a bad member), INVALID_VALUE."""
-    fields = []
+    """Change the topic, members or visibility of a channel and post one ``channel.updated``
+    audit message from ``actor`` in the same transaction: the before and after of each changed
+    field. A request that changes nothing writes and posts nothing.
+
+    The rules, so that nobody ends up with a channel nobody can see unnoticed:
+    - ``actor`` must see the channel, judged on the row as locked here (a removal that commits
+      first wins); ``admin=True`` (the Django admin, ``actor`` = ``admin_actor``) skips that.
+    - Whoever makes a channel members-only is put on its roster when missing (first) — except
+      an admin, who is not an agent of the channel.
+    - A member may remove itself (it then no longer sees the channel), but a members-only
+      channel never has an empty roster: CHANNEL_MEMBERS_REQUIRED.
+
+    Returns the channel as written. Raises CHANNEL_NOT_FOUND, INVALID_NAME, INVALID_TYPE,
+    INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
+    """
     if topic is not None:
-        text_check(topic, field="topic")
-        channel.topic = topic
-        fields.append("topic")
+        topic_check(topic)
     if members is not None:
-        channel.members = members_normalize(members)
-        fields.append("members")
-    if fields:
-        channel.save(update_fields=fields)
-    return channel
+        members = members_normalize(members)
+    if visibility is not None:
+        visibility_check(visibility)
+    # The row lock serializes concurrent updates on PostgreSQL (on SQLite the write transaction
+    # already does), so each audit's "before" is what the previous update wrote.
+    current = Channel.objects.select_for_update().filter(pk=channel.pk).first()
+    if current is None or not (admin or channel_visible(current, actor)):
+        raise channel_not_found(channel.name)
+    before: dict[str, Any] = {
+        "members": list(current.members),
+        "topic": current.topic,
+        "visibility": current.visibility,
+    }
+    after = dict(before)
+    if topic is not None:
+        after["topic"] = topic
+    if members is not None:
+        after["members"] = members
+    if visibility is not None:
+        after["visibility"] = visibility
+    private = Channel.Visibility.MEMBERS
+    if (
+        before["visibility"] != private
+        and after["visibility"] == private
+        and not admin
+        and actor not in after["members"]
+    ):
+        after["members"] = members_normalize([actor, *after["members"]])
+    if after["visibility"] == private and not after["members"]:
+        raise AppError(
+            "CHANNEL_MEMBERS_REQUIRED",
+            "a members-only channel needs at least one member",
+            detail={"field": "members"},
+        )
+    changed = sorted(field for field in after if after[field] != before[field])
+    if not changed:
+        return current
+    for field in changed:
+        setattr(current, field, after[field])
+    current.save(update_fields=changed)
+    audit_post(
+        channel=current,
+        actor=actor,
+        event=EVENT_CHANNEL_UPDATED,
+        subject=current.name,
+        payload={
+            "actor": actor,
+            "after": {field: after[field] for field in changed},
+            "before": {field: before[field] for field in changed},
+            "changed_fields": changed,
+            "channel": current.name,
+            "event": EVENT_CHANNEL_UPDATED,
+        },
+        access_change=bool({"members", "visibility"} & set(changed)),
+    )
+    return current
 
 
 class _ExistingId(Exception):
@@ -165,12 +286,15 @@ def message_post(
     data: Any = None,
     content_type: str = "",
     metadata: dict[str, str] | None = None,
+    access_change: bool = False,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
     A retry with the same ``message_id`` from the same sender in the same channel returns the
-    first message with created=False. Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE,
-    REPLY_TO_NOT_FOUND, ID_CONFLICT.
+    first message with created=False. ``access_change`` marks the audit of a change of members
+    or visibility: its ring says ``"access": true`` and never carries the message, so every
+    live subscriber reads it back through the access check (see ``channel_update``).
+    Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND, ID_CONFLICT.
     """
     text_check(title, field="title", single_line=True, allow_empty=False, max_chars=TITLE_MAX)
     text_check(body, field="body")
@@ -250,16 +374,25 @@ def message_post(
         "from": sender,
         "to": recipients,
     }
-    if len(body) + len(title) < PUSH_INLINE_LIMIT and data is None:
+    if access_change:
+        event["access"] = True
+    elif len(body) + len(title) < PUSH_INLINE_LIMIT and data is None:
         event["message"] = message_to_dict(message)
     push_on_commit(channel_group(channel.pk), event)
     return message, True
 
 
 def audit_post(
-    *, channel: Channel, actor: str, event: str, subject: str, payload: dict[str, Any]
+    *,
+    channel: Channel,
+    actor: str,
+    event: str,
+    subject: str,
+    payload: dict[str, Any],
+    access_change: bool = False,
 ) -> Message:
-    """Post the audit message of a task, lease or lock mutation, in the caller's transaction.
+    """Post the audit message of a task, lease, lock or channel mutation, in the caller's
+    transaction.
 
     The reference CLI's format (REFERENCE-CLI §3.13): a broadcast whose status is the event,
     titled ``<event> <subject>``, with the payload as key-sorted, indented JSON.
@@ -272,6 +405,7 @@ def audit_post(
         to=None,
         status=event,
         kind=Message.Kind.AUDIT,
+        access_change=access_change,
     )
     return message
 
@@ -305,9 +439,10 @@ def messages_read(*, channel: Channel, agent: Agent, advance_if_empty: bool = Tr
     """SPEC §5/§8: relevant messages after the cursor; the cursor moves to the channel's max.
 
     With ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
-    returned, so a wait that times out leaves it where it was.
+    returned, so a wait that times out leaves it where it was. Raises CHANNEL_NOT_FOUND when
+    the agent may no longer see the channel (checked again inside the write transaction).
     """
-    last_seq = channel_last_seq(channel.pk)
+    last_seq = channel_last_seq_visible(channel, viewer=agent.name)
     cursor = cursor_get(agent=agent, channel=channel)
     if cursor >= last_seq:
         return ReadResult([], cursor, last_seq)  # nothing new: no write transaction
@@ -318,7 +453,7 @@ def messages_read(*, channel: Channel, agent: Agent, advance_if_empty: bool = Tr
     with write_atomic():
         # Re-read inside the write transaction: the counter row and every message up to it are
         # committed together, so nothing at or below last_seq can appear later.
-        last_seq = channel_last_seq(channel.pk)
+        last_seq = channel_last_seq_visible(channel, viewer=agent.name)
         cursor = cursor_get(agent=agent, channel=channel)
         messages = messages_relevant(channel=channel, name=agent.name, after=cursor, upto=last_seq)
         if last_seq > cursor and (messages or advance_if_empty):
@@ -357,8 +492,9 @@ def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int]]) -> list[b
 
 @write_atomic()
 def cursor_ack(*, channel: Channel, agent: Agent, seq: int | None = None) -> int:
-    """Set the cursor without reading (IASP CQS); default: the channel's max. Raises INVALID_SEQ."""
-    last_seq = channel_last_seq(channel.pk)
+    """Set the cursor without reading (IASP CQS); default: the channel's max. Raises
+    INVALID_SEQ, CHANNEL_NOT_FOUND (the agent may no longer see the channel)."""
+    last_seq = channel_last_seq_visible(channel, viewer=agent.name)
     if seq is None:
         seq = last_seq
     if not 0 <= seq <= last_seq:

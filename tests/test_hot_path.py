@@ -48,12 +48,12 @@ def test_row_select_builds_the_instances_the_orm_builds(make_agent):
 @pytest.mark.django_db
 def test_row_select_converts_json_and_big_integers(make_agent):
     Channel.objects.create(name="conv", members=["a", "b"], last_seq=2**40, topic="t")
-    channel = channel_get("conv")
+    channel = channel_get("conv", viewer="a")
     assert channel.members == ["a", "b"]
     assert channel.last_seq == 2**40
     assert field_values(channel) == field_values(Channel.objects.get(name="conv"))
     with pytest.raises(AppError) as exc:
-        channel_get("CONV")  # lookups are exact; creation refuses the case-folded twin
+        channel_get("CONV", viewer="a")  # lookups are exact; creation refuses the case-folded twin
     assert exc.value.code == "CHANNEL_NOT_FOUND"
 
 

@@ -14,6 +14,8 @@ from agentchat.core.api import (
     StrictListField,
     StrictSerializer,
 )
+from channels_app.models import Channel
+from channels_app.services import MEMBERS_MAX, TOPIC_MAX
 
 
 class RecipientsField(serializers.JSONField):
@@ -27,15 +29,47 @@ class RecipientsField(serializers.JSONField):
         raise serializers.ValidationError("must be a name or a list of names", code="INVALID_TYPE")
 
 
+class VisibilityField(serializers.ChoiceField):
+    """``open`` or ``members``; a JSON string only (ChoiceField alone would match ``str(x)``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=Channel.Visibility.values, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a string", code="INVALID_TYPE")
+        return super().to_internal_value(data)
+
+
+VISIBILITY_HELP = (
+    "open (default): every agent sees the channel; members: only the agents on `members` — "
+    "to anyone else it does not exist (404 CHANNEL_NOT_FOUND, absent from lists)"
+)
+MEMBERS_HELP = (
+    f"agent names, at most {MEMBERS_MAX}; on a members-only channel, who may see it (the "
+    "agent that makes a channel members-only is added when missing)"
+)
+
+
 class ChannelCreateInput(StrictSerializer):
     name = StrictCharField(trim_whitespace=False, allow_blank=True)
-    topic = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
-    members = StrictListField(child=StrictCharField(), required=False, default=list)
+    topic = StrictCharField(
+        required=False, allow_blank=True, trim_whitespace=False, default="", max_length=TOPIC_MAX
+    )
+    members = StrictListField(
+        child=StrictCharField(), required=False, default=list, help_text=MEMBERS_HELP
+    )
+    visibility = VisibilityField(
+        required=False, default=Channel.Visibility.OPEN, help_text=VISIBILITY_HELP
+    )
 
 
 class ChannelUpdateInput(StrictSerializer):
-    topic = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
-    members = StrictListField(child=StrictCharField(), required=False)
+    topic = StrictCharField(
+        required=False, allow_blank=True, trim_whitespace=False, max_length=TOPIC_MAX
+    )
+    members = StrictListField(child=StrictCharField(), required=False, help_text=MEMBERS_HELP)
+    visibility = VisibilityField(required=False, help_text=VISIBILITY_HELP)
 
 
 class ChannelOutput(serializers.Serializer):
@@ -45,6 +79,7 @@ class ChannelOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
     created_by = serializers.CharField()
     last_seq = serializers.IntegerField()
+    visibility = serializers.ChoiceField(choices=Channel.Visibility.values)
     cursor = serializers.IntegerField(required=False, help_text="the caller's cursor")
     unread = serializers.IntegerField(required=False, help_text="relevant messages after it")
 

@@ -72,7 +72,7 @@ class ChannelDetailApi(APIView):
         operation_id="channels_show", responses=s.ChannelOutput, summary="Show a channel"
     )
     def get(self, request: Request, name: str) -> Response:
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
         data = selectors.channel_to_dict(channel)
         data["cursor"] = cursor
@@ -83,11 +83,16 @@ class ChannelDetailApi(APIView):
         operation_id="channels_update",
         request=s.ChannelUpdateInput,
         responses=s.ChannelOutput,
-        summary="Update topic or members",
+        summary="Update topic, members or visibility (posts channel.updated when something "
+        "changed)",
     )
     def patch(self, request: Request, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
-        channel = services.channel_update(channel=selectors.channel_get(name), **data)
+        channel = services.channel_update(
+            channel=selectors.channel_get(name, viewer=request.user.name),
+            actor=request.user.name,
+            **data,
+        )
         return Response(selectors.channel_to_dict(channel))
 
 
@@ -117,7 +122,7 @@ class MessageListPostApi(APIView):
             maximum=selectors.PEEK_MAX,
             default=selectors.PEEK_DEFAULT,
         )
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         messages = selectors.message_peek(channel=channel, after=after, limit=limit)
         cursor = services.cursor_get(agent=request.user, channel=channel)
         return Response(
@@ -133,7 +138,7 @@ class MessageListPostApi(APIView):
     def post(self, request: Request, name: str) -> Response:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.message_post(
             channel=channel, sender=request.user.name, message_id=data.pop("id", None), **data
         )
@@ -152,7 +157,7 @@ class ReadApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         s.EmptyInput.validate_input(request.data)
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         messages, cursor, _ = services.messages_read(channel=channel, agent=request.user)
         return Response(
             {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
@@ -168,7 +173,7 @@ class AckApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         return Response(
             {"cursor": services.cursor_ack(channel=channel, agent=request.user, seq=data["seq"])}
         )
@@ -183,7 +188,7 @@ class MarkerClaimApi(APIView):
     )
     def post(self, request: Request, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
-        channel = selectors.channel_get(name)
+        channel = selectors.channel_get(name, viewer=request.user.name)
         claim = services.marker_claim(channel=channel, marker=marker, owner=request.user.name)
         return Response(
             {

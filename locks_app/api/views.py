@@ -25,7 +25,7 @@ class LockListCreateApi(APIView):
         summary="List the channel's path locks (expired too)",
     )
     def get(self, request: Request, name: str) -> Response:
-        locks = selectors.lock_list(channel=channel_get(name))
+        locks = selectors.lock_list(channel=channel_get(name, viewer=request.user.name))
         return Response({"locks": [selectors.lock_to_dict(lock) for lock in locks]})
 
     @extend_schema(
@@ -36,7 +36,7 @@ class LockListCreateApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         data = s.LockCreateInput.validate_input(request.data)
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_acquire(
             channel=channel,
             owner=request.user.name,
@@ -61,7 +61,7 @@ class LockListCreateApi(APIView):
                 "name the lock to unlock: DELETE …/locks/<lock_id>/ or …/locks/?path=<path>",
                 detail={"field": "path"},
             )
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(channel=channel, owner=request.user.name, path=path)
         return Response(record)
 
@@ -75,14 +75,18 @@ class LockCheckApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
-        conflicts = selectors.lock_check(channel=channel_get(name), paths=data["paths"])
+        conflicts = selectors.lock_check(
+            channel=channel_get(name, viewer=request.user.name), paths=data["paths"]
+        )
         return Response({"conflicts": conflicts})
 
 
 class LockDetailApi(APIView):
     @extend_schema(operation_id="locks_show", responses=s.LockOutput, summary="Show a lock record")
     def get(self, request: Request, name: str, lock_id: str) -> Response:
-        lock = selectors.lock_get(channel=channel_get(name), lock_id=lock_id)
+        lock = selectors.lock_get(
+            channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
+        )
         return Response(selectors.lock_to_dict(lock))
 
     @extend_schema(
@@ -91,7 +95,7 @@ class LockDetailApi(APIView):
         summary="Unlock (owner only, even when expired)",
     )
     def delete(self, request: Request, name: str, lock_id: str) -> Response:
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
         return Response(record)
 
@@ -105,7 +109,7 @@ class LockRecoverApi(APIView):
     )
     def post(self, request: Request, name: str, lock_id: str) -> Response:
         data = s.LockRecoverInput.validate_input(request.data)
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_recover(
             channel=channel,
             owner=request.user.name,

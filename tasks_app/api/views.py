@@ -49,7 +49,7 @@ class TaskListCreateApi(APIView):
         },
     )
     def get(self, request: Request, name: str) -> Response:
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         tasks = selectors.task_list(
             channel=channel,
             status=request.query_params.get("status") or None,
@@ -85,7 +85,7 @@ class TaskListCreateApi(APIView):
                 f"the token belongs to {request.user.name!r}, not {claimed!r}",
                 detail={"created_by": claimed, "agent": request.user.name},
             )
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         task = services.task_create(
             channel=channel, task_id=data.pop("id"), created_by=request.user.name, **data
         )
@@ -100,7 +100,9 @@ class TaskDetailApi(APIView):
         responses={200: s.TaskOutput, **_errors(BAD_ID, 400), **_errors(NOT_FOUND, 404)},
     )
     def get(self, request: Request, name: str, task_id: str) -> Response:
-        return _task_response(selectors.task_get(channel=channel_get(name), task_id=task_id))
+        return _task_response(
+            selectors.task_get(channel=channel_get(name, viewer=request.user.name), task_id=task_id)
+        )
 
     @extend_schema(
         tags=TAG,
@@ -126,7 +128,7 @@ class TaskDetailApi(APIView):
     )
     def patch(self, request: Request, name: str, task_id: str) -> Response:
         data = s.TaskUpdateInput.validate_input(request.data)
-        channel = channel_get(name)
+        channel = channel_get(name, viewer=request.user.name)
         task = services.task_update(
             channel=channel, task_id=task_id, actor=request.user.name, **data
         )
@@ -157,7 +159,10 @@ class TaskClaimApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_claim(
-            channel=channel_get(name), task_id=task_id, actor=request.user.name, **data
+            channel=channel_get(name, viewer=request.user.name),
+            task_id=task_id,
+            actor=request.user.name,
+            **data,
         )
         return _task_response(task)
 
@@ -179,7 +184,10 @@ class TaskRenewApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_renew(
-            channel=channel_get(name), task_id=task_id, actor=request.user.name, **data
+            channel=channel_get(name, viewer=request.user.name),
+            task_id=task_id,
+            actor=request.user.name,
+            **data,
         )
         return _task_response(task)
 
@@ -202,7 +210,9 @@ class TaskDoneApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_complete(
-            channel=channel_get(name), task_id=task_id, actor=request.user.name
+            channel=channel_get(name, viewer=request.user.name),
+            task_id=task_id,
+            actor=request.user.name,
         )
         return _task_response(task)
 
@@ -224,7 +234,9 @@ class TaskBlockApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.TaskBlockInput.validate_input(request.data)
         task = services.task_block(
-            channel=channel_get(name), task_id=task_id, actor=request.user.name
+            channel=channel_get(name, viewer=request.user.name),
+            task_id=task_id,
+            actor=request.user.name,
         )
         return _task_response(task)
 
@@ -247,7 +259,9 @@ class TaskReleaseApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_release(
-            channel=channel_get(name), task_id=task_id, actor=request.user.name
+            channel=channel_get(name, viewer=request.user.name),
+            task_id=task_id,
+            actor=request.user.name,
         )
         return _task_response(task)
 
@@ -272,7 +286,7 @@ class TaskRecoverApi(APIView):
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseRecoverInput.validate_input(request.data)
         task = services.lease_recover(
-            channel=channel_get(name),
+            channel=channel_get(name, viewer=request.user.name),
             task_id=task_id,
             actor=request.user.name,
             reason=data.pop("reason", None),
@@ -296,4 +310,4 @@ class TaskRecoverPendingApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
-        services.lease_recover_pending(channel=channel_get(name))
+        services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))

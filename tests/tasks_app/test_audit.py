@@ -154,7 +154,7 @@ def audit_fails(monkeypatch):
 
 
 def test_when_the_audit_fails_a_create_is_rolled_back(alice, backend, audit_fails):
-    channel = channel_get("backend")
+    channel = channel_get("backend", viewer="alice")
     with unchanged(), pytest.raises(AuditDown):
         services.task_create(channel=channel, task_id="T", title="t", created_by="alice")
     assert not Task.objects.exists()
@@ -162,7 +162,7 @@ def test_when_the_audit_fails_a_create_is_rolled_back(alice, backend, audit_fail
 
 def test_when_the_audit_fails_a_claim_is_rolled_back(alice, bob, backend, monkeypatch):
     created(alice, "T")
-    channel = channel_get("backend")
+    channel = channel_get("backend", viewer="alice")
 
     def fail(**kwargs):
         raise AuditDown("audit store unavailable")
@@ -180,7 +180,10 @@ def test_when_the_audit_fails_a_recover_is_rolled_back(alice, bob, backend, cloc
     monkeypatch.setattr(services, "audit_post", lambda **kw: (_ for _ in ()).throw(AuditDown()))
     with unchanged(), pytest.raises(AuditDown):
         services.lease_recover(
-            channel=channel_get("backend"), task_id="T", actor="carol", reason="stale"
+            channel=channel_get("backend", viewer="alice"),
+            task_id="T",
+            actor="carol",
+            reason="stale",
         )
     assert Lease.objects.get().owner == "bob"
 
@@ -259,7 +262,7 @@ def test_replaying_the_reference_sample_gives_its_audit_messages_and_records(api
             assert "transaction_id" not in ours_body
         assert ours_body == body, path.name
 
-    channel = channel_get("backend")
+    channel = channel_get("backend", viewer="alice")
     for path in sorted((REFERENCE / "tasks").glob("*.json")):
         task = selectors.task_get(channel=channel, task_id=path.stem)
         text = json.dumps(selectors.task_record(task), indent=2, ensure_ascii=False) + "\n"
