@@ -57,7 +57,11 @@ class ChannelCreateInput(StrictSerializer):
         required=False, allow_blank=True, trim_whitespace=False, default="", max_length=TOPIC_MAX
     )
     members = StrictListField(
-        child=StrictCharField(), required=False, default=list, help_text=MEMBERS_HELP
+        child=StrictCharField(),
+        required=False,
+        default=list,
+        max_length=MEMBERS_MAX,
+        help_text=MEMBERS_HELP,
     )
     visibility = VisibilityField(
         required=False, default=Channel.Visibility.OPEN, help_text=VISIBILITY_HELP
@@ -68,7 +72,9 @@ class ChannelUpdateInput(StrictSerializer):
     topic = StrictCharField(
         required=False, allow_blank=True, trim_whitespace=False, max_length=TOPIC_MAX
     )
-    members = StrictListField(child=StrictCharField(), required=False, help_text=MEMBERS_HELP)
+    members = StrictListField(
+        child=StrictCharField(), required=False, max_length=MEMBERS_MAX, help_text=MEMBERS_HELP
+    )
     visibility = VisibilityField(required=False, help_text=VISIBILITY_HELP)
 
 

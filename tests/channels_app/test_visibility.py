@@ -184,7 +184,7 @@ def test_list_and_unread_counts_show_only_visible_channels(alice, bob, carol, se
     assert [c["name"] for c in carol.get("/api/v1/channels/").json()["channels"]] == ["lobby"]
     listed = {c["name"]: c for c in bob.get("/api/v1/channels/").json()["channels"]}
     assert sorted(listed) == ["lobby", "secret"]
-    # the channel message and the audit-free task/lock audits: bob's own are not unread
+    # alice's message; the task and lock audits are bob's own, so not unread to him
     assert listed["secret"]["unread"] == 1
     assert listed["secret"]["visibility"] == "members"
     assert listed["lobby"]["visibility"] == "open"
@@ -199,6 +199,21 @@ def test_visibility_is_in_every_representation_and_defaults_to_open(alice):
     r = patch(alice, "plain", visibility="members")
     assert r.status_code == 200
     assert r.json()["visibility"] == "members"
+
+
+def test_the_schema_documents_visibility_and_the_bounds(client):
+    r = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    schemas = json.loads(r.content)["components"]["schemas"]
+    assert schemas["VisibilityEnum"]["enum"] == ["open", "members"]
+    for name in ("ChannelCreateInputRequest", "PatchedChannelUpdateInputRequest"):
+        fields = schemas[name]["properties"]
+        assert fields["visibility"]["allOf"] == [{"$ref": "#/components/schemas/VisibilityEnum"}]
+        assert fields["members"]["maxItems"] == services.MEMBERS_MAX
+        assert fields["topic"]["maxLength"] == services.TOPIC_MAX
+    assert schemas["ChannelCreateInputRequest"]["properties"]["visibility"]["default"] == "open"
+    output = schemas["ChannelOutput"]
+    assert output["properties"]["visibility"] == {"$ref": "#/components/schemas/VisibilityEnum"}
+    assert "visibility" in output["required"]
 
 
 @pytest.mark.parametrize(
