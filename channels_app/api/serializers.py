@@ -57,7 +57,7 @@ class ChannelCreateInput(StrictSerializer):
         required=False, allow_blank=True, trim_whitespace=False, default="", max_length=TOPIC_MAX
     )
     members = StrictListField(
-        child=StrictCharField(),
+        child=StrictCharField(trim_whitespace=False),
         required=False,
         default=list,
         max_length=MEMBERS_MAX,
@@ -73,7 +73,10 @@ class ChannelUpdateInput(StrictSerializer):
         required=False, allow_blank=True, trim_whitespace=False, max_length=TOPIC_MAX
     )
     members = StrictListField(
-        child=StrictCharField(), required=False, max_length=MEMBERS_MAX, help_text=MEMBERS_HELP
+        child=StrictCharField(trim_whitespace=False),
+        required=False,
+        max_length=MEMBERS_MAX,
+        help_text=MEMBERS_HELP,
     )
     visibility = VisibilityField(required=False, help_text=VISIBILITY_HELP)
 
