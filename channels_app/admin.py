@@ -2,14 +2,26 @@
 locks too, so the admin neither adds, edits nor deletes them; nor cursors (a deleted cursor
 would deliver everything again) or marker claims (a deleted claim would get a second owner).
 Channels are never deleted: deletion would cascade to their messages, cursors, claims, tasks,
-leases, lease history and locks."""
+leases, lease history and locks. A channel's topic, members and visibility are edited through
+``channel_update``, which audits the change."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
 from django.http import HttpRequest
 
+from agentchat.core.errors import AppError
+from agentchat.core.names import check_channel_name
+from agentchat.core.services import admin_actor
+from channels_app import services
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
+
+# Changed only through channels_app.services.channel_update, which audits them.
+AUDITED_FIELDS = ("topic", "members", "visibility")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -23,14 +35,72 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class ChannelForm(forms.ModelForm):
+    """The services' own rules, as form errors (the admin does not bypass them)."""
+
+    class Meta:
+        model = Channel
+        fields = ("name", "topic", "members", "visibility", "maintainer")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        checks = {
+            "name": check_channel_name,
+            "topic": services.topic_check,
+            "visibility": services.visibility_check,
+        }
+        for field, check in checks.items():
+            if field in data:
+                try:
+                    check(data[field])
+                except AppError as exc:
+                    self.add_error(field, f"{exc.code}: {exc.message}")
+        members = data.get("members")
+        if "members" in data:
+            try:
+                if not isinstance(members, list):
+                    raise AppError("INVALID_TYPE", "members must be a list of agent names")
+                data["members"] = services.members_normalize(members)
+            except AppError as exc:
+                self.add_error("members", f"{exc.code}: {exc.message}")
+        if data.get("visibility") == Channel.Visibility.MEMBERS and not data.get("members"):
+            self.add_error("members", "CHANNEL_MEMBERS_REQUIRED: a members-only channel needs "
+                           "at least one member")  # fmt: skip
+        return data
+
+
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
-    list_display = ("name", "topic", "last_seq", "created_by", "created_at")
+    form = ChannelForm
+    list_display = ("name", "visibility", "topic", "last_seq", "created_by", "created_at")
+    list_filter = ("visibility",)
     search_fields = ("name", "topic")
     readonly_fields = ("last_seq", "created_at", "created_by")
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+    def save_model(self, request: HttpRequest, obj: Channel, form: Any, change: bool) -> None:
+        """A change of topic, members or visibility goes through ``channel_update`` (as the
+        admin, audited as ``admin_actor``); other fields are saved as the form set them."""
+        if not change:
+            obj.created_by = admin_actor(request.user)
+            super().save_model(request, obj, form, change)
+            return
+        others = [field for field in form.changed_data if field not in AUDITED_FIELDS]
+        if others:
+            obj.save(update_fields=others)
+        try:
+            services.channel_update(
+                channel=obj,
+                actor=admin_actor(request.user),
+                admin=True,
+                **{field: form.cleaned_data[field] for field in AUDITED_FIELDS},
+            )
+        except AppError as exc:  # a concurrent change broke a rule the form had checked
+            transaction.set_rollback(True)
+            self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+        obj.refresh_from_db()
 
 
 @admin.register(Message)
