@@ -33,14 +33,15 @@ def channel_visible(channel: Channel, viewer: str) -> bool:
     ``viewer`` is the acting principal's name: an agent's name, or ``user:<name>`` for a staff
     browser session without a linked agent (agentchat.core.scope), which is never on a roster
     (members are agent names, which cannot contain ':')."""
-    if channel.visibility == Channel.Visibility.OPEN:
+    return _visible(channel.visibility, channel.members, viewer)
+
+
+def _visible(visibility: str, members: Any, viewer: str) -> bool:
+    if visibility == Channel.Visibility.OPEN:
         return True
-    members = channel.members
     # A list of names, compared exactly (a string roster would match substrings).
     return (
-        channel.visibility == Channel.Visibility.MEMBERS
-        and isinstance(members, list)
-        and viewer in members
+        visibility == Channel.Visibility.MEMBERS and isinstance(members, list) and viewer in members
     )
 
 
@@ -89,7 +90,7 @@ def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
     if row is None:
         raise channel_not_found(channel.name)
     last_seq, visibility, members = row
-    if not channel_visible(Channel(visibility=visibility, members=members), viewer):
+    if not _visible(visibility, members, viewer):
         raise channel_not_found(channel.name)
     return last_seq
 
