@@ -25,7 +25,7 @@ from channels.testing import WebsocketCommunicator
 from agentchat.asgi import application
 from agentchat.core.errors import AppError
 from channels_app import consumers, services
-from channels_app.models import Channel, Cursor
+from channels_app.models import Channel, Cursor, Message
 from channels_app.services import channel_create, channel_update, cursor_get, message_post
 from tests.conftest import (
     ServerProcess,
@@ -438,3 +438,50 @@ def test_a_staff_session_without_a_member_agent_cannot_subscribe(pair, django_us
     assert asyncio.run(connects()) is False  # user:ops is no member
     Agent.objects.filter(name="bob").update(user=user)
     assert asyncio.run(connects()) is True  # its linked agent is
+
+
+# --- concurrent changes ---------------------------------------------------------------------
+
+
+def test_concurrent_changes_are_serialized_and_each_audit_starts_where_the_last_ended(
+    live, make_agent
+):
+    """Sixteen members change the topic and the roster at once: every change is audited, and the
+    audits form one chain (each "before" is the previous "after"), so none read a stale row."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"m{i}" for i in range(16)]
+    tokens = {name: make_agent(name)[1] for name in names}
+    make_channel(live, tokens["m0"], "busy", members=names, visibility="members", topic="t0")
+    barrier = threading.Barrier(len(names))
+
+    def change(name: str) -> int:
+        body: dict[str, Any] = {"topic": f"by {name}"}
+        if name in ("m1", "m2"):
+            body["members"] = [n for n in names if n != ("m3" if name == "m1" else "m4")]
+        with api(live, tokens[name]) as http:
+            barrier.wait()
+            return http.patch("busy/", json=body).status_code
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        statuses = list(pool.map(change, names))
+    # m3 or m4 may have been removed before its own change: then it found no channel
+    assert sorted(set(statuses)) in ([200], [200, 404]), statuses
+    assert statuses.count(200) >= len(names) - 2
+    audits = [
+        json.loads(m.body)
+        for m in Message.objects.filter(channel__name="busy", status="channel.updated").order_by(
+            "seq"
+        )
+    ]
+    assert len(audits) == statuses.count(200)
+    topic, members = "t0", names
+    for audit in audits:
+        assert audit["before"]["topic"] == topic
+        topic = audit["after"]["topic"]
+        if "members" in audit["changed_fields"]:
+            assert audit["before"]["members"] == members
+            members = audit["after"]["members"]
+    channel = Channel.objects.get(name="busy")
+    assert (channel.topic, channel.members) == (topic, members)
