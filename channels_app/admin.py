@@ -63,9 +63,11 @@ class ChannelForm(forms.ModelForm):
                 data["members"] = services.members_normalize(members)
             except AppError as exc:
                 self.add_error("members", f"{exc.code}: {exc.message}")
-        if data.get("visibility") == Channel.Visibility.MEMBERS and not data.get("members"):
-            self.add_error("members", "CHANNEL_MEMBERS_REQUIRED: a members-only channel needs "
-                           "at least one member")  # fmt: skip
+        if "members" in data and "visibility" in data and "members" not in self.errors:
+            try:
+                services.roster_check(visibility=data["visibility"], members=data["members"])
+            except AppError as exc:
+                self.add_error("members", f"{exc.code}: {exc.message}")
         return data
 
 

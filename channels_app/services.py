@@ -72,6 +72,20 @@ def topic_check(topic: object) -> str:
     return text_check(topic, field="topic", max_chars=TOPIC_MAX)
 
 
+def roster_check(*, visibility: str, members: list[str]) -> None:
+    """A members-only channel must keep someone who can see it: at least one member that is an
+    agent (names on a roster need not be agents yet; a roster of none would hide the channel
+    from everyone, its own audit trail included). Raises CHANNEL_MEMBERS_REQUIRED."""
+    if visibility != Channel.Visibility.MEMBERS:
+        return
+    if not members or not Agent.objects.filter(name__in=members).exists():
+        raise AppError(
+            "CHANNEL_MEMBERS_REQUIRED",
+            "a members-only channel needs at least one member that is an agent",
+            detail={"field": "members"},
+        )
+
+
 def visibility_check(visibility: object) -> str:
     """``open`` or ``members``. Raises INVALID_VALUE."""
     if visibility not in VISIBILITIES or not isinstance(visibility, str):
@@ -127,7 +141,8 @@ def channel_create(
     """Create a channel. A members-only channel always has its creator on the roster (put
     first when the request did not name it): a creator could not see its own channel otherwise.
 
-    Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_EXISTS (names are unique
+    Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED (the creator
+    is no agent), CHANNEL_EXISTS (names are unique
     case-insensitively, so the name of a members-only channel is taken even for non-members:
     the 409 says that much and nothing else)."""
     check_channel_name(name)
@@ -136,6 +151,7 @@ def channel_create(
     visibility_check(visibility)
     if visibility == Channel.Visibility.MEMBERS and created_by not in members:
         members = members_normalize([created_by, *members])
+    roster_check(visibility=visibility, members=members)
     if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
         raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
     try:
@@ -173,7 +189,7 @@ def channel_update(
     - Whoever makes a channel members-only is put on its roster when missing (first) — except
       an admin, who is not an agent of the channel.
     - A member may remove itself (it then no longer sees the channel), but a members-only
-      channel never has an empty roster: CHANNEL_MEMBERS_REQUIRED.
+      channel always keeps a member that is an agent (``roster_check``).
 
     Returns the channel as written. Raises CHANNEL_NOT_FOUND, INVALID_NAME, INVALID_TYPE,
     INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
@@ -209,13 +225,9 @@ def channel_update(
         and actor not in after["members"]
     ):
         after["members"] = members_normalize([actor, *after["members"]])
-    if after["visibility"] == private and not after["members"]:
-        raise AppError(
-            "CHANNEL_MEMBERS_REQUIRED",
-            "a members-only channel needs at least one member",
-            detail={"field": "members"},
-        )
     changed = sorted(field for field in after if after[field] != before[field])
+    if {"members", "visibility"} & set(changed):
+        roster_check(visibility=after["visibility"], members=after["members"])
     if not changed:
         return current
     for field in changed:

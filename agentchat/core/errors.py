@@ -78,7 +78,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("REPLY_TO_NOT_FOUND", 400, "reply_to names no message of the channel"),
     # --- channels, messages, markers
     ("CHANNEL_EXISTS", 409, "a channel of that name exists (names are unique ignoring case)"),
-    ("CHANNEL_MEMBERS_REQUIRED", 400, "a members-only channel would be left without members"),
+    ("CHANNEL_MEMBERS_REQUIRED", 400, "a members-only channel would have no agent as member"),
     ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
     ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
     # --- tasks (the reference's TASK_* codes)

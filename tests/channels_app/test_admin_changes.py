@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def room():
+def room(make_agent):
+    make_agent("alice")
     return channel_create(
         name="room", created_by="alice", topic="old", members=["alice"], visibility="members"
     )
@@ -56,7 +57,7 @@ def test_the_changelist_shows_members_only_channels_and_their_visibility(admin_c
 def test_an_admin_edit_is_audited_as_the_admin(admin_client, admin_user, room):
     r = admin_client.post(
         change_url(room), form(room, topic="new", members=["alice", "bob"], maintainer="alice")
-    )
+    )  # bob is no agent (yet): fine while alice is one
     assert r.status_code == 302, r.content.decode()[:2000]
     room.refresh_from_db()
     assert (room.topic, room.members, room.maintainer) == ("new", ["alice", "bob"], "alice")
@@ -83,6 +84,7 @@ def test_an_admin_edit_that_changes_nothing_audited_posts_nothing(admin_client, 
     ("changes", "field"),
     [
         ({"members": []}, "members"),  # members-only without members
+        ({"members": ["ghost"]}, "members"),  # ... or without an agent among them
         ({"members": ["Bob"]}, "members"),
         ({"members": {"alice": 1}}, "members"),
         ({"topic": "t" * 5000}, "topic"),

@@ -280,16 +280,21 @@ def test_whoever_makes_a_channel_members_only_joins_its_roster(alice, bob):
     assert (r.status_code, r.json()["members"]) == (200, ["alice", "bob"])
 
 
-def test_a_member_may_leave_but_a_members_only_channel_keeps_one_member(alice, bob):
+def test_a_member_may_leave_but_a_members_only_channel_keeps_an_agent_member(alice, bob):
     create(alice, "pair", members=["alice", "bob"], visibility="members")
-    r = patch(bob, "pair", members=["alice"])
-    assert (r.status_code, r.json()["members"]) == (200, ["alice"])
+    r = patch(bob, "pair", members=["alice", "ghost"])  # ghost: a name, no agent (yet)
+    assert (r.status_code, r.json()["members"]) == (200, ["alice", "ghost"])
     assert bob.get("/api/v1/channels/pair/").status_code == 404  # bob left
     before = snapshot()
-    r = patch(alice, "pair", members=[])
-    assert (r.status_code, error_code(r)) == (400, "CHANNEL_MEMBERS_REQUIRED")
-    assert r.json()["error"]["detail"] == {"field": "members"}
+    for members in ([], ["ghost"]):  # nobody, or nobody who could ever read it
+        r = patch(alice, "pair", members=members)
+        assert (r.status_code, error_code(r)) == (400, "CHANNEL_MEMBERS_REQUIRED")
+        assert r.json()["error"]["detail"] == {"field": "members"}
     assert snapshot() == before
+    # the rule holds for a creator who is no agent too (a service call, e.g. an import)
+    with pytest.raises(AppError) as info:
+        services.channel_create(name="x", created_by="ghost", visibility="members")
+    assert info.value.code == "CHANNEL_MEMBERS_REQUIRED"
 
 
 def test_a_non_member_cannot_remove_the_creator(alice, carol):
@@ -419,7 +424,7 @@ def test_the_update_rechecks_access_on_the_locked_row(alice, bob):
     assert snapshot() == before
 
 
-def test_the_admin_flag_acts_without_membership_and_adds_nobody(alice):
+def test_the_admin_flag_acts_without_membership_and_adds_nobody(alice, bob):
     create(alice, "room")
     channel = channel_get("room", viewer="alice")
     with pytest.raises(AppError) as info:
