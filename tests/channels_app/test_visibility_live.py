@@ -253,12 +253,24 @@ def test_a_wait_parked_before_the_channel_is_hidden_answers_404_and_moves_nothin
 
 # --- in-process: the parked wait's ring path, and lost rings -----------------------------------
 
+# Where the wait's algorithm lives, and how its answer reads: the only lines to change when it
+# moves (channels_app.live).
+WAIT_MODULE = consumers
+
+
+def start_wait(channel: Channel, agent: Any, timeout: float) -> asyncio.Task:
+    return asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, agent, timeout))
+
+
+def wait_answer(result: Any) -> dict[str, Any]:
+    return result
+
 
 @pytest.fixture
 def reads(monkeypatch) -> list[str]:
     """The names of the waits' completed database reads ("!" + name for a refused one)."""
     done: list[str] = []
-    real = consumers.messages_read
+    real = WAIT_MODULE.messages_read
 
     def counting(**kwargs):
         try:
@@ -269,7 +281,7 @@ def reads(monkeypatch) -> list[str]:
         done.append(kwargs["agent"].name)
         return result
 
-    monkeypatch.setattr(consumers, "messages_read", counting)
+    monkeypatch.setattr(WAIT_MODULE, "messages_read", counting)
     return done
 
 
@@ -296,7 +308,7 @@ def test_a_parked_wait_answers_not_found_when_its_agent_loses_sight(pair, reads,
         message_post(channel=channel, sender="alice", title="after", to="bob")
 
     async def scenario():
-        waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 30))
+        waiting = start_wait(channel, bob, 30)
         await until(lambda: reads == ["bob"], what="the wait to park")
         await in_thread(hide)
         with pytest.raises(AppError) as info:
@@ -318,14 +330,12 @@ def test_a_parked_wait_gets_a_change_that_leaves_it_a_member(pair, reads, change
     agents, channel = pair
 
     async def scenario():
-        waiting = asyncio.create_task(
-            consumers.ChannelWaitConsumer.wait(channel, agents["bob"], 30)
-        )
+        waiting = start_wait(channel, agents["bob"], 30)
         await until(lambda: reads == ["bob"], what="the wait to park")
         await in_thread(lambda: channel_update(channel=channel, actor="alice", **change))
         return await asyncio.wait_for(waiting, 10)
 
-    result = asyncio.run(scenario())
+    result = wait_answer(asyncio.run(scenario()))
     assert [m["title"] for m in result["messages"]] == ["channel.updated pair"]
     assert result["cursor"] == 1
     # a topic's audit rides in its ring; a change of access is read back through the check
@@ -342,9 +352,7 @@ def test_with_the_rings_lost_the_waits_last_look_refuses_too(pair, reads, rings_
     agents, channel = pair
 
     async def scenario():
-        waiting = asyncio.create_task(
-            consumers.ChannelWaitConsumer.wait(channel, agents["bob"], 1.0)
-        )
+        waiting = start_wait(channel, agents["bob"], 1.0)
         await until(lambda: reads == ["bob"], what="the wait to park")
         await in_thread(lambda: channel_update(channel=channel, actor="bob", members=["alice"]))
         await in_thread(lambda: message_post(channel=channel, sender="alice", title="x", to="bob"))
