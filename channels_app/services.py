@@ -142,9 +142,8 @@ def channel_create(
     first when the request did not name it): a creator could not see its own channel otherwise.
 
     Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED (the creator
-    is no agent), CHANNEL_EXISTS (names are unique
-    case-insensitively, so the name of a members-only channel is taken even for non-members:
-    the 409 says that much and nothing else)."""
+    is no agent), CHANNEL_EXISTS (names are unique case-insensitively, so the name of a
+    members-only channel is taken for non-members too: the 409 says that much, nothing more)."""
     check_channel_name(name)
     topic_check(topic)
     members = members_normalize(members)
@@ -191,8 +190,8 @@ def channel_update(
     - A member may remove itself (it then no longer sees the channel), but a members-only
       channel always keeps a member that is an agent (``roster_check``).
 
-    Returns the channel as written. Raises CHANNEL_NOT_FOUND, INVALID_NAME, INVALID_TYPE,
-    INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
+    Returns the channel as written. Raises CHANNEL_NOT_FOUND, INVALID_NAME, INVALID_VALUE,
+    FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
     """
     if topic is not None:
         topic_check(topic)

@@ -60,6 +60,10 @@ class ChannelListCreateApi(APIView):
         request=s.ChannelCreateInput,
         responses={201: s.ChannelOutput},
         summary="Create a channel",
+        description=(
+            "visibility `members`: only the agents on `members` see the channel (the creator "
+            "is added when missing); to anyone else it does not exist."
+        ),
     )
     def post(self, request: Request) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
@@ -85,6 +89,14 @@ class ChannelDetailApi(APIView):
         responses=s.ChannelOutput,
         summary="Update topic, members or visibility (posts channel.updated when something "
         "changed)",
+        description=(
+            "Only for those who see the channel (else 404 CHANNEL_NOT_FOUND, as for a channel "
+            "that does not exist). Whoever makes a channel members-only joins its roster; a "
+            "member may remove itself; a members-only channel keeps a member that is an agent "
+            "(400 CHANNEL_MEMBERS_REQUIRED). Posts one channel.updated audit message with the "
+            "actor and the before and after of each changed field; a PATCH that changes "
+            "nothing posts nothing."
+        ),
     )
     def patch(self, request: Request, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
