@@ -201,8 +201,8 @@ def test_visibility_is_in_every_representation_and_defaults_to_open(alice):
     assert r.json()["visibility"] == "members"
 
 
-def test_the_schema_documents_visibility_and_the_bounds(client):
-    r = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+def test_the_schema_documents_visibility_and_the_bounds(api_client):
+    r = api_client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     schemas = json.loads(r.content)["components"]["schemas"]
     assert schemas["VisibilityEnum"]["enum"] == ["open", "members"]
     for name in ("ChannelCreateInputRequest", "PatchedChannelUpdateInputRequest"):

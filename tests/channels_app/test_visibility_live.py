@@ -27,6 +27,7 @@ from agentchat.core.errors import AppError
 from channels_app import consumers, services
 from channels_app.models import Channel, Cursor, Message
 from channels_app.services import channel_create, channel_update, cursor_get, message_post
+from tests.channels_app.test_processes import redis_group_channel, redis_subscribed
 from tests.conftest import (
     ServerProcess,
     auth,
@@ -199,22 +200,9 @@ def redis_server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Serve
     server.stop()
 
 
-def group_subscribers(channel_pk: int) -> int:
-    """Server processes subscribed to the channel's group (the pub/sub layer subscribes a
-    process once, when its first consumer joins)."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url_for_tests())
-    name = f"asgi__group__{services.channel_group(channel_pk)}"
-    try:
-        return int(client.pubsub_numsub(name)[0][1])
-    finally:
-        client.close()
-
-
 def unique_channel(name: str, **fields: Any) -> Channel:
-    # Redis pub/sub ignores database numbers: a pk no other test run uses keeps the probe of
-    # this channel's group ours alone.
+    # A pk no other test of this run uses: the probe of this channel's group sees only the
+    # subscription of this test's wait.
     return Channel.objects.create(pk=random.randrange(10**12, 2**62), name=name, **fields)
 
 
@@ -222,7 +210,7 @@ def test_a_wait_parked_before_the_channel_is_hidden_answers_404_and_moves_nothin
     redis_server, transactional_db, tokens
 ):
     channel = unique_channel("room", members=["alice", "bob"], created_by="alice")
-    live = redis_server
+    live, url, pk = redis_server, redis_url_for_tests(), channel.pk
 
     async def scenario():
         async with httpx.AsyncClient(timeout=30) as http:
@@ -233,7 +221,8 @@ def test_a_wait_parked_before_the_channel_is_hidden_answers_404_and_moves_nothin
                     headers=auth(tokens["carol"]),
                 )
             )
-            await until(lambda: group_subscribers(channel.pk) == 1, what="the wait to subscribe")
+            # The server process subscribes to the channel's group when the wait joins it.
+            await redis_subscribed(url, redis_group_channel(url, services.channel_group(pk)))
             assert not waiting.done()
             await in_thread(lambda: patch(live, tokens["alice"], "room", visibility="members"))
             await in_thread(lambda: send(live, tokens["alice"], "room", "after"))
