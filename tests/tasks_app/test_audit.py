@@ -150,7 +150,7 @@ def audit_fails(monkeypatch):
     def fail(**kwargs):
         raise AuditDown("audit store unavailable")
 
-    monkeypatch.setattr(services, "audit_post", fail)
+    monkeypatch.setattr(services.audit, "audit_post", fail)
 
 
 def test_when_the_audit_fails_a_create_is_rolled_back(alice, backend, audit_fails):
@@ -167,7 +167,7 @@ def test_when_the_audit_fails_a_claim_is_rolled_back(alice, bob, backend, monkey
     def fail(**kwargs):
         raise AuditDown("audit store unavailable")
 
-    monkeypatch.setattr(services, "audit_post", fail)
+    monkeypatch.setattr(services.audit, "audit_post", fail)
     with unchanged(), pytest.raises(AuditDown):
         services.lease_claim(channel=channel, task_id="T", actor="bob")
     assert not Lease.objects.exists()
@@ -177,7 +177,9 @@ def test_when_the_audit_fails_a_claim_is_rolled_back(alice, bob, backend, monkey
 def test_when_the_audit_fails_a_recover_is_rolled_back(alice, bob, backend, clock, monkeypatch):
     _setup_leased(alice, bob)
     clock.advance(60)
-    monkeypatch.setattr(services, "audit_post", lambda **kw: (_ for _ in ()).throw(AuditDown()))
+    monkeypatch.setattr(
+        services.audit, "audit_post", lambda **kw: (_ for _ in ()).throw(AuditDown())
+    )
     with unchanged(), pytest.raises(AuditDown):
         services.lease_recover(
             channel=channel_get("backend", viewer="alice"),

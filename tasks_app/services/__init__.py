@@ -1,0 +1,52 @@
+"""Every write of tasks_app: tasks, dependencies and leases (CLI "task" commands).
+
+Each public function is one ``write_atomic()`` transaction that changes the task, its lease
+and the lease history, and posts the audit message (``channels_app.services.audit_post``)
+in the same transaction: the change and its audit commit together or not at all, so there is
+never a pending transaction to recover.
+
+The package, along its seams:
+
+- ``validation``: the reference's record rules for each value, with the field's code;
+- ``graph``: the status machine and the dependency graph, pure (no database);
+- ``store``: the row-level steps every mutation shares (channel lock, compare-and-set, "now");
+- ``audit``: the audit message of a mutation and the lease history rows;
+- ``tasks``: create, update, block; ``leases``: claim, renew, done, release, recover.
+
+Public names are imported here, so callers (the API views, the admin) use
+``tasks_app.services.<name>``.
+"""
+
+from __future__ import annotations
+
+from tasks_app.services.graph import NEEDS_READY, TRANSITIONS
+from tasks_app.services.leases import (
+    lease_claim,
+    lease_complete,
+    lease_recover,
+    lease_recover_pending,
+    lease_release,
+    lease_renew,
+)
+from tasks_app.services.store import service_now
+from tasks_app.services.tasks import UNSET, task_block, task_create, task_update
+from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, RESERVED_TASK_IDS, lease_expiry
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "NEEDS_READY",
+    "RESERVED_TASK_IDS",
+    "TRANSITIONS",
+    "UNSET",
+    "lease_claim",
+    "lease_complete",
+    "lease_expiry",
+    "lease_recover",
+    "lease_recover_pending",
+    "lease_release",
+    "lease_renew",
+    "service_now",
+    "task_block",
+    "task_create",
+    "task_update",
+]

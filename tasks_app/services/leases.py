@@ -1,0 +1,395 @@
+"""Leases (CLI "task claim / renew / done / release / recover / recover-pending").
+
+Each public function is one ``write_atomic()`` transaction that changes the task, its lease
+and the lease history, and posts the audit message in the same transaction.
+
+Check order follows the reference CLI: state before duration; recover checks the reason
+first; renew/done/release check the owner, then expiry; a generic update of a leased task
+checks expiry, then owner, then the protected fields (``lease_update_guard``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, NoReturn
+
+from django.db import IntegrityError, transaction
+
+from agentchat.core.db import write_atomic
+from agentchat.core.errors import AppError
+from agentchat.core.names import check_agent_name
+from channels_app.models import Channel
+from tasks_app import selectors
+from tasks_app.models import Lease, LeaseHistory, Task
+from tasks_app.services import audit, graph, store
+from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, lease_expiry, reason_check
+
+Status = Task.Status
+
+
+def _raise_recovery_required(task: Task, lease: Lease) -> NoReturn:
+    raise AppError(
+        "LEASE_RECOVERY_REQUIRED",
+        f"expired lease for task {task.task_id} requires explicit recovery",
+        detail={
+            "task_id": task.task_id,
+            "previous_owner": lease.owner,
+            "previous_lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+        },
+    )
+
+
+def _raise_owner_mismatch(task: Task, lease: Lease, actor: str) -> NoReturn:
+    raise AppError(
+        "LEASE_OWNER_MISMATCH",
+        f"lease for task {task.task_id} belongs to {lease.owner}",
+        detail={"task_id": task.task_id, "owner": actor, "current_owner": lease.owner},
+    )
+
+
+def _raise_lease_not_found(task: Task) -> NoReturn:
+    raise AppError(
+        "LEASE_NOT_FOUND",
+        f"no active lease for task {task.task_id}",
+        detail={"task_id": task.task_id},
+    )
+
+
+def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> None:
+    """A generic update of a leased task: only its owner, while unexpired, and never its
+    owner or a status change. Raises LEASE_RECOVERY_REQUIRED, LEASE_OWNER_MISMATCH,
+    LEASE_MUTATION_REQUIRED; nothing when the task has no lease."""
+    lease = selectors.task_lease(task)
+    if lease is None:
+        return
+    if store.is_expired(lease, store.service_now()):
+        _raise_recovery_required(task, lease)
+    if actor != lease.owner:
+        _raise_owner_mismatch(task, lease, actor)
+    protected = {"owner"} & set(changes)
+    if "status" in changes and changes["status"] != task.status:
+        protected.add("status")
+    if protected:
+        raise AppError(
+            "LEASE_MUTATION_REQUIRED",
+            f"task {task.task_id} must be changed through its lease operation",
+            detail={"task_id": task.task_id, "protected_fields": sorted(protected)},
+        )
+
+
+def _owned_lease(task: Task, actor: str, now: datetime) -> Lease | None:
+    """The caller's unexpired lease, or None when the task has no lease."""
+    lease = selectors.task_lease(task)
+    if lease is None:
+        return None
+    if lease.owner != actor:
+        _raise_owner_mismatch(task, lease, actor)
+    if store.is_expired(lease, now):
+        _raise_recovery_required(task, lease)
+    return lease
+
+
+def _enter_check(task: Task, new_status: str) -> None:
+    """The transition to ``new_status`` and the readiness it needs."""
+    graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=new_status)
+    graph.ready_check(
+        task_id=task.task_id,
+        new_status=new_status,
+        dependencies=store.statuses(store.dependencies_of(task)),
+    )
+
+
+@write_atomic()
+def lease_claim(
+    *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
+) -> Task:
+    """Claim a ready task: ``in_progress``, owner and expiry written with the lease row; posts
+    ``lease.claimed``.
+
+    Raises TASK_NOT_FOUND; LEASE_RECOVERY_REQUIRED (an expired lease is never taken over),
+    LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION;
+    TASK_INVALID_TRANSITION; TASK_DEPENDENCY_NOT_READY.
+    """
+    store.channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    now = store.service_now()
+    lease = selectors.task_lease(task)
+    if lease is not None:
+        if store.is_expired(lease, now):
+            _raise_recovery_required(task, lease)
+        raise AppError(
+            "LEASE_CONFLICT",
+            f"task {task.task_id} is leased by {lease.owner}",
+            detail={
+                "task_id": task.task_id,
+                "owner": lease.owner,
+                "lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+            },
+        )
+    if task.owner and task.owner != actor:
+        raise AppError(
+            "LEASE_CONFLICT",
+            f"task {task.task_id} is assigned to {task.owner}",
+            detail={"task_id": task.task_id, "owner": task.owner},
+        )
+    expires_at = lease_expiry(now, lease_seconds)
+    _enter_check(task, Status.IN_PROGRESS)
+
+    before = selectors.task_record(task)
+    try:
+        with transaction.atomic():
+            Lease.objects.create(
+                task=task, owner=actor, lease_expires_at=expires_at, claimed_at=now, updated_at=now
+            )
+    except IntegrityError:  # one active lease per task
+        raise AppError(
+            "LEASE_CONFLICT",
+            f"task {task.task_id} is already leased",
+            detail={"task_id": task.task_id},
+        ) from None
+    store.task_write(
+        task,
+        conflict_code="LEASE_CONFLICT",
+        owner=actor,
+        status=Status.IN_PROGRESS,
+        updated_at=now,
+        updated_at_spelling=Task.Spelling.MICROSECONDS,
+    )
+    transaction_id = uuid.uuid4().hex
+    audit.lease_history_add(
+        task,
+        event=LeaseHistory.Event.CLAIMED,
+        at=now,
+        actor=actor,
+        owner=actor,
+        lease_expires_at=expires_at,
+        transaction_id=transaction_id,
+    )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event="lease.claimed",
+        before=before,
+        details={"lease_owner": actor, "transaction_id": transaction_id},
+    )
+
+
+@write_atomic()
+def lease_renew(
+    *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
+) -> Task:
+    """Extend the caller's unexpired lease to ``now + lease_seconds`` (``claimed_at`` kept);
+    posts ``lease.renewed``.
+
+    Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED,
+    LEASE_INVALID_DURATION.
+    """
+    store.channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    now = store.service_now()
+    lease = _owned_lease(task, actor, now)
+    if lease is None:
+        _raise_lease_not_found(task)
+    expires_at = lease_expiry(now, lease_seconds)
+    _enter_check(task, task.status)
+
+    before = selectors.task_record(task)
+    previous_expiry = lease.lease_expires_at
+    Lease.objects.filter(pk=lease.pk).update(lease_expires_at=expires_at, updated_at=now)
+    store.task_write(task, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS)
+    transaction_id = uuid.uuid4().hex
+    audit.lease_history_add(
+        task,
+        event=LeaseHistory.Event.RENEWED,
+        at=now,
+        actor=actor,
+        owner=actor,
+        lease_expires_at=expires_at,
+        previous_lease_expires_at=previous_expiry,
+        transaction_id=transaction_id,
+    )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event="lease.renewed",
+        before=before,
+        details={"lease_owner": actor, "transaction_id": transaction_id},
+    )
+
+
+def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Task:
+    """done (``status`` done) and release (``status`` open): with a lease, only its owner
+    while unexpired, clearing owner and expiry; without one, a plain transition keeping the
+    owner, audited as ``task.updated`` with ``lease_fallback``."""
+    store.channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    now = store.service_now()
+    lease = _owned_lease(task, actor, now)
+    _enter_check(task, status)
+
+    before = selectors.task_record(task)
+    transaction_id = uuid.uuid4().hex
+    completing = status == Status.DONE
+    if lease is None:
+        store.task_write(
+            task, status=status, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS
+        )
+        event = "task.updated"
+        details: dict[str, Any] = {
+            "lease_fallback": "complete" if completing else "release",
+            "transaction_id": transaction_id,
+        }
+    else:
+        previous_expiry = lease.lease_expires_at
+        lease.delete()
+        store.task_write(
+            task,
+            owner="",
+            status=status,
+            updated_at=now,
+            updated_at_spelling=Task.Spelling.MICROSECONDS,
+        )
+        event = "lease.completed" if completing else "lease.released"
+        audit.lease_history_add(
+            task,
+            event=event,
+            at=now,
+            actor=actor,
+            owner=lease.owner,
+            lease_expires_at=None,
+            previous_lease_expires_at=previous_expiry,
+            transaction_id=transaction_id,
+        )
+        details = {
+            "lease_owner": lease.owner,
+            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+            "transaction_id": transaction_id,
+        }
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event=event,
+        before=before,
+        details=details,
+    )
+
+
+@write_atomic()
+def lease_complete(*, channel: Channel, task_id: str, actor: str) -> Task:
+    """``task done``: posts ``lease.completed`` (leased) or ``task.updated`` with
+    ``lease_fallback: "complete"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
+    LEASE_RECOVERY_REQUIRED, TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY."""
+    return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.DONE)
+
+
+@write_atomic()
+def lease_release(*, channel: Channel, task_id: str, actor: str) -> Task:
+    """``task release``: posts ``lease.released`` (leased) or ``task.updated`` with
+    ``lease_fallback: "release"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
+    LEASE_RECOVERY_REQUIRED, TASK_INVALID_TRANSITION."""
+    return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.OPEN)
+
+
+@write_atomic()
+def lease_recover(
+    *,
+    channel: Channel,
+    task_id: str,
+    actor: str,
+    reason: object,
+    lease_seconds: object = DEFAULT_LEASE_SECONDS,
+    owner: str | None = None,
+) -> Task:
+    """Recover an expired lease: ``owner`` (default: the caller, who may be the previous
+    owner) gets a fresh lease recording the previous owner, previous expiry and the reason;
+    posts ``lease.recovered`` from ``actor``.
+
+    Raises LEASE_INVALID_REASON (checked first), LEASE_INVALID_OWNER, TASK_NOT_FOUND,
+    LEASE_NOT_FOUND, LEASE_NOT_EXPIRED, LEASE_INVALID_DURATION, TASK_INVALID_TRANSITION,
+    TASK_DEPENDENCY_NOT_READY.
+    """
+    reason = reason_check(reason)
+    new_owner = check_agent_name(
+        actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
+    )
+    store.channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    lease = selectors.task_lease(task)
+    if lease is None:
+        _raise_lease_not_found(task)
+    now = store.service_now()
+    if not store.is_expired(lease, now):
+        raise AppError(
+            "LEASE_NOT_EXPIRED",
+            f"lease for task {task.task_id} is still active",
+            detail={
+                "task_id": task.task_id,
+                "owner": lease.owner,
+                "lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+            },
+        )
+    expires_at = lease_expiry(now, lease_seconds)
+    _enter_check(task, Status.IN_PROGRESS)
+
+    before = selectors.task_record(task)
+    previous_owner, previous_expiry = lease.owner, lease.lease_expires_at
+    Lease.objects.filter(pk=lease.pk).update(
+        owner=new_owner,
+        lease_expires_at=expires_at,
+        claimed_at=now,
+        updated_at=now,
+        previous_owner=previous_owner,
+        previous_lease_expires_at=previous_expiry,
+        recovery_reason=reason,
+    )
+    store.task_write(
+        task,
+        owner=new_owner,
+        status=Status.IN_PROGRESS,
+        updated_at=now,
+        updated_at_spelling=Task.Spelling.MICROSECONDS,
+    )
+    transaction_id = uuid.uuid4().hex
+    audit.lease_history_add(
+        task,
+        event=LeaseHistory.Event.RECOVERED,
+        at=now,
+        actor=actor,
+        owner=new_owner,
+        lease_expires_at=expires_at,
+        previous_owner=previous_owner,
+        previous_lease_expires_at=previous_expiry,
+        recovery_reason=reason,
+        transaction_id=transaction_id,
+    )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event="lease.recovered",
+        before=before,
+        details={
+            "lease_owner": new_owner,
+            "previous_owner": previous_owner,
+            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+            "recovery_reason": reason,
+            "transaction_id": transaction_id,
+        },
+    )
+
+
+def lease_recover_pending(*, channel: Channel) -> NoReturn:
+    """Always LEASE_TRANSACTION_NOT_FOUND: every mutation here is one database transaction
+    with its audit message, so nothing is ever left pending (the reference's crash markers
+    have no counterpart)."""
+    raise AppError(
+        "LEASE_TRANSACTION_NOT_FOUND",
+        "no pending lease transaction exists: the server commits every task and lease "
+        "mutation together with its audit message in one database transaction, so there is "
+        "never a pending transaction to recover",
+        detail={"channel": channel.name},
+    )
