@@ -1,6 +1,8 @@
 """Admin: for looking and recovering. Tasks and lease history are read-only (every change goes
-through ``tasks_app.services``, which audits it); the "recover stale lease" action asks for the
-new owner and a reason and calls ``lease_recover``, which refuses unexpired leases."""
+through ``tasks_app.services``, which audits it). Two actions on leases, both through the
+services: "recover stale lease" asks for the new owner and a reason and calls
+``lease_recover``, which refuses unexpired leases; "force release lease" (break-glass) asks for
+a reason and calls ``lease_force_release``, which ends any lease and reopens its task."""
 
 from __future__ import annotations
 
@@ -117,13 +119,32 @@ def admin_actor(request: HttpRequest) -> str:
     return name or request.user.get_username()
 
 
+class ForceReleaseForm(forms.Form):
+    # Not stripped: the service judges the reason, with its own code.
+    reason = forms.CharField(
+        label="Reason", max_length=1000, strip=False, help_text="recorded with the release"
+    )
+
+
+RECOVER_INTRO = (
+    "Only an expired lease can be recovered: an active one is refused (LEASE_NOT_EXPIRED). The "
+    "new owner gets a fresh lease; the previous owner, the previous expiry and the reason are "
+    "recorded, and a lease.recovered audit message is posted to the channel."
+)
+FORCE_RELEASE_INTRO = (
+    "Break-glass: the lease ends now, expired or not, and the task goes back to open with no "
+    "owner, as if its owner had released it. Its owner is not told other than by the "
+    "lease.force_released audit message posted to the channel, which records you and the reason."
+)
+
+
 @admin.register(Lease)
 class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ("task", "channel", "owner", "expires", "claimed_at", "previous_owner")
     list_filter = (ExpiredFilter, "task__channel", "owner")
     search_fields = ("task__task_id", "owner", "previous_owner", "recovery_reason")
     list_select_related = ("task", "task__channel")
-    actions = ["recover_stale_lease"]
+    actions = ["recover_stale_lease", "force_release_lease"]
 
     @admin.display(description="channel", ordering="task__channel__name")
     def channel(self, lease: Lease) -> str:
@@ -136,6 +157,33 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def has_recover_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("tasks_app.change_lease")
 
+    def _form_page(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Lease],
+        form: forms.Form,
+        *,
+        action: str,
+        title: str,
+        intro: str,
+        submit: str,
+    ) -> TemplateResponse:
+        return TemplateResponse(
+            request,
+            "admin/tasks_app/lease/lease_action.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": title,
+                "opts": self.model._meta,
+                "leases": queryset,
+                "form": form,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                "action": action,
+                "intro": intro,
+                "submit": submit,
+            },
+        )
+
     @admin.action(description="Recover stale lease", permissions=["recover"])
     def recover_stale_lease(
         self, request: HttpRequest, queryset: QuerySet[Lease]
@@ -144,17 +192,14 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
         if "apply" in request.POST and form.is_valid():
             self._recover(request, queryset, form.cleaned_data)
             return None
-        return TemplateResponse(
+        return self._form_page(
             request,
-            "admin/tasks_app/lease/recover_stale_lease.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": "Recover stale lease",
-                "opts": self.model._meta,
-                "leases": queryset,
-                "form": form,
-                "action_checkbox_name": ACTION_CHECKBOX_NAME,
-            },
+            queryset,
+            form,
+            action="recover_stale_lease",
+            title="Recover stale lease",
+            intro=RECOVER_INTRO,
+            submit="Recover",
         )
 
     def _recover(
@@ -186,6 +231,44 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                     f"{task.channel.name}/{task.task_id}: recovered for {data['owner']}",
                     messages.SUCCESS,
                 )
+
+    @admin.action(description="Force release lease (break-glass)", permissions=["recover"])
+    def force_release_lease(
+        self, request: HttpRequest, queryset: QuerySet[Lease]
+    ) -> HttpResponse | None:
+        form = ForceReleaseForm(request.POST if "apply" in request.POST else None)
+        if not ("apply" in request.POST and form.is_valid()):
+            return self._form_page(
+                request,
+                queryset,
+                form,
+                action="force_release_lease",
+                title="Force release lease",
+                intro=FORCE_RELEASE_INTRO,
+                submit="Force release",
+            )
+        for lease in queryset.select_related("task", "task__channel"):
+            task = lease.task
+            try:
+                services.lease_force_release(
+                    channel=task.channel,
+                    task_id=task.task_id,
+                    actor=admin_actor(request),
+                    reason=form.cleaned_data["reason"],
+                )
+            except AppError as exc:
+                self.message_user(
+                    request,
+                    f"{task.channel.name}/{task.task_id}: {exc.code}: {exc.message}",
+                    messages.ERROR,
+                )
+            else:
+                self.message_user(
+                    request,
+                    f"{task.channel.name}/{task.task_id}: lease of {lease.owner} released",
+                    messages.SUCCESS,
+                )
+        return None
 
 
 @admin.register(LeaseHistory)

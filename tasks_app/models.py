@@ -149,6 +149,8 @@ class LeaseHistory(models.Model):
         RELEASED = "lease.released", "released"
         COMPLETED = "lease.completed", "completed"
         RECOVERED = "lease.recovered", "recovered"
+        # The admin's break-glass: ``actor`` is the admin, ``recovery_reason`` the reason.
+        FORCE_RELEASED = "lease.force_released", "force-released"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="lease_history")
     event = models.CharField(max_length=32, choices=Event.choices)

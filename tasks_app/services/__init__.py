@@ -23,6 +23,7 @@ from tasks_app.services.graph import NEEDS_READY, TRANSITIONS
 from tasks_app.services.leases import (
     lease_claim,
     lease_complete,
+    lease_force_release,
     lease_recover,
     lease_recover_pending,
     lease_release,
@@ -41,6 +42,7 @@ __all__ = [
     "lease_claim",
     "lease_complete",
     "lease_expiry",
+    "lease_force_release",
     "lease_recover",
     "lease_recover_pending",
     "lease_release",

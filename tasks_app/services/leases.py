@@ -382,6 +382,70 @@ def lease_recover(
     )
 
 
+@write_atomic()
+def lease_force_release(*, channel: Channel, task_id: str, actor: str, reason: object) -> Task:
+    """The admin's break-glass: end a task's lease whether or not it has expired, for an
+    owner that will never come back (or a lease taken far too long). The task goes back to
+    ``open`` with no owner, exactly as if its owner had released it, so anyone may claim it
+    next (an admin who wants it to go to someone sets its owner afterwards); the claim record
+    is deleted. ``actor`` (the admin) is the sender of the ``lease.force_released`` audit
+    message, whose payload is that of ``lease.released`` plus ``actor``, ``reason`` and
+    ``lease``, the claim record as it was. The lease history records the admin, the owner who
+    lost the lease and the reason.
+
+    Raises LEASE_INVALID_REASON (checked first), TASK_NOT_FOUND, LEASE_NOT_FOUND.
+    """
+    reason = reason_check(reason)
+    store.channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    lease = selectors.task_lease(task)
+    if lease is None:
+        _raise_lease_not_found(task)
+    now = store.service_now()
+    # A leased task is in_progress, and in_progress -> open is always allowed: this only
+    # refuses a state that the services never write.
+    graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=Status.OPEN)
+
+    before = selectors.task_record(task)
+    lease_as_it_was = selectors.lease_record(lease)
+    previous_expiry = lease.lease_expires_at
+    lease.delete()
+    store.task_write(
+        task,
+        owner="",
+        status=Status.OPEN,
+        updated_at=now,
+        updated_at_spelling=Task.Spelling.MICROSECONDS,
+    )
+    transaction_id = uuid.uuid4().hex
+    audit.lease_history_add(
+        task,
+        event=LeaseHistory.Event.FORCE_RELEASED,
+        at=now,
+        actor=actor,
+        owner=lease.owner,
+        lease_expires_at=None,
+        previous_lease_expires_at=previous_expiry,
+        recovery_reason=reason,
+        transaction_id=transaction_id,
+    )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event="lease.force_released",
+        before=before,
+        details={
+            "lease_owner": lease.owner,
+            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+            "transaction_id": transaction_id,
+            "lease": lease_as_it_was,
+            "actor": actor,
+            "reason": reason,
+        },
+    )
+
+
 def lease_recover_pending(*, channel: Channel) -> NoReturn:
     """Always LEASE_TRANSACTION_NOT_FOUND: every mutation here is one database transaction
     with its audit message, so nothing is ever left pending (the reference's crash markers

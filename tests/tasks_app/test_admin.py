@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.contrib.auth.models import Permission
 
+from agentchat.core.models import Agent
+from tasks_app import selectors
 from tasks_app.models import Lease, LeaseHistory, Task
-from tests.tasks_app.helpers import acted, audits, created, unchanged
+from tests.tasks_app.helpers import acted, audits, created, show, unchanged
 
 pytestmark = pytest.mark.django_db
 
@@ -171,3 +174,126 @@ def test_admin_cannot_edit_or_delete_tasks_leases_or_history(admin_client, stale
     )
     assert response.status_code == 403
     assert LeaseHistory.objects.get(pk=history.pk).owner == "bob"
+
+
+# --- force release (break-glass) -------------------------------------------------------------
+
+
+def force_release(admin_client, lease, reason="bob's laptop died"):
+    data = {"action": "force_release_lease", "_selected_action": [lease.pk], "apply": "Force"}
+    if reason is not None:
+        data["reason"] = reason
+    return admin_client.post(CHANGELIST, data, follow=True)
+
+
+def test_force_release_asks_for_a_reason_first(admin_client, stale):
+    _, active = stale
+    with unchanged():
+        response = admin_client.post(
+            CHANGELIST, {"action": "force_release_lease", "_selected_action": [active.pk]}
+        )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Reason" in page and 'name="apply"' in page and "Break-glass" in page
+    assert 'value="force_release_lease"' in page
+
+
+@pytest.mark.parametrize("which", ["active", "expired"])
+def test_force_release_ends_the_lease_and_reopens_the_task(admin_client, stale, carol, which):
+    expired, active = stale
+    lease = active if which == "active" else expired
+    task_id = lease.task.task_id
+    claim_record = selectors.lease_record(lease)
+    before = len(audits())
+    response = force_release(admin_client, lease)
+    assert admin_messages(response) == [f"backend/{task_id}: lease of bob released"]
+    assert not Lease.objects.filter(pk=lease.pk).exists()
+    task = show(carol, task_id)
+    assert (task["status"], task["owner"], task["lease_expires_at"], task["lease"]) == (
+        "open",
+        None,
+        None,
+        None,
+    )
+    [message] = audits()[before:]
+    assert (message.sender, message.status, message.title, message.to) == (
+        "admin",
+        "lease.force_released",
+        f"lease.force_released {task_id}",
+        [],
+    )
+    payload = json.loads(message.body)
+    assert message.body == json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False)
+    assert len(payload.pop("transaction_id")) == 32
+    assert payload == {
+        "actor": "admin",
+        "changed_fields": ["lease_expires_at", "owner", "status", "updated_at"],
+        "channel": "backend",
+        "event": "lease.force_released",
+        "lease": claim_record,
+        "lease_expires_at": None,
+        "lease_owner": "bob",
+        "owner": None,
+        "previous_lease_expires_at": claim_record["lease_expires_at"],
+        "previous_status": "in_progress",
+        "reason": "bob's laptop died",
+        "status": "open",
+        "task_id": task_id,
+        "updated_at": task["updated_at"],
+    }
+    history = LeaseHistory.objects.filter(task__task_id=task_id).order_by("pk").last()
+    assert (history.event, history.actor, history.owner, history.recovery_reason) == (
+        "lease.force_released",
+        "admin",
+        "bob",
+        "bob's laptop died",
+    )
+    # An ordinary open task again: anyone may claim it.
+    assert acted(carol, task_id, "claim")["owner"] == "carol"
+
+
+def test_force_release_is_sent_by_the_admins_agent_when_linked(admin_client, admin_user, stale):
+    Agent.objects.create(name="ops-admin", user=admin_user)
+    _, active = stale
+    force_release(admin_client, active)
+    assert (audits()[-1].sender, json.loads(audits()[-1].body)["actor"]) == (
+        "ops-admin",
+        "ops-admin",
+    )
+
+
+@pytest.mark.parametrize("reason", [" ", "a\nb"])
+def test_force_release_refuses_a_bad_reason_and_changes_nothing(admin_client, stale, reason):
+    _, active = stale
+    with unchanged():
+        response = force_release(admin_client, active, reason=reason)
+    [message] = admin_messages(response)
+    assert message.startswith("backend/U: LEASE_INVALID_REASON: ")
+
+
+def test_force_release_without_a_reason_shows_the_form_again(admin_client, stale):
+    _, active = stale
+    with unchanged():
+        response = force_release(admin_client, active, reason=None)
+    assert response.status_code == 200
+    assert "This field is required" in response.content.decode()
+
+
+def test_force_release_needs_the_change_lease_permission(client, django_user_model, stale):
+    _, active = stale
+    user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_lease"))
+    client.force_login(user)
+    with unchanged():
+        response = client.post(
+            CHANGELIST,
+            {
+                "action": "force_release_lease",
+                "_selected_action": [active.pk],
+                "apply": "Force",
+                "reason": "r",
+            },
+            follow=True,
+        )
+    assert response.status_code == 200
+    assert Lease.objects.filter(pk=active.pk).exists()

@@ -9,6 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agentchat.core.errors import AppError
+from channels_app.selectors import channel_get
+from tasks_app import selectors, services
 from tasks_app.models import Lease, LeaseHistory
 from tests.tasks_app.helpers import (
     act,
@@ -558,3 +561,40 @@ def test_lease_history_is_kept(alice, bob, carol, leased, clock):
     assert list(LeaseHistory.objects.order_by("pk").values_list("transaction_id", flat=True)) == (
         transaction_ids
     )
+
+
+# --- force release (the admin's break-glass, called by the admin action) ------------------------
+
+
+def force_release(task_id="T", reason="stuck", actor="admin"):
+    return services.lease_force_release(
+        channel=channel_get("backend"), task_id=task_id, actor=actor, reason=reason
+    )
+
+
+def test_force_release_of_an_unexpired_lease_reopens_the_task(bob, carol, leased, clock):
+    clock.advance(5)
+    task = force_release()
+    record = selectors.task_record(task)
+    assert (record["status"], record["owner"], record["lease_expires_at"]) == ("open", None, None)
+    assert record["updated_at"] == "2026-11-29T15:46:24.000000+00:00"
+    assert not Lease.objects.exists()
+    assert audits()[-1].sender == "admin"
+    # The former owner's lease actions now find nothing to act on.
+    error(act(bob, "T", "renew"), 404, "LEASE_NOT_FOUND")
+    assert acted(carol, "T", "claim")["owner"] == "carol"
+
+
+def test_force_release_checks_the_reason_first_then_task_then_lease(alice, leased):
+    created(alice, "U")
+    with unchanged():
+        for reason in ("", "  ", None, 5, "a\nb", "a\r", "a\x00"):
+            with pytest.raises(AppError) as caught:
+                force_release(task_id="nope", reason=reason)
+            assert caught.value.code == "LEASE_INVALID_REASON"
+        with pytest.raises(AppError) as caught:
+            force_release(task_id="nope")
+        assert caught.value.code == "TASK_NOT_FOUND"
+        with pytest.raises(AppError) as caught:
+            force_release(task_id="U")
+        assert caught.value.code == "LEASE_NOT_FOUND"
