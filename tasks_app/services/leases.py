@@ -304,9 +304,11 @@ def lease_recover(
     lease_seconds: object = DEFAULT_LEASE_SECONDS,
     owner: str | None = None,
 ) -> Task:
-    """Recover an expired lease: ``owner`` (default: the caller, who may be the previous
+    """Recover an expired lease: ``owner`` (default: ``actor``, who may be the previous
     owner) gets a fresh lease recording the previous owner, previous expiry and the reason;
-    posts ``lease.recovered`` from ``actor``.
+    posts ``lease.recovered`` from ``actor`` (who acted: an agent for itself, or the admin for
+    ``owner``), with the reference's payload plus ``"actor"`` when the actor is not the new
+    owner — the convention recoveries of locks follow too.
 
     Raises LEASE_INVALID_REASON (checked first), LEASE_INVALID_OWNER, TASK_NOT_FOUND,
     LEASE_NOT_FOUND, LEASE_NOT_EXPIRED, LEASE_INVALID_DURATION, TASK_INVALID_TRANSITION,
@@ -366,19 +368,24 @@ def lease_recover(
         recovery_reason=reason,
         transaction_id=transaction_id,
     )
+    details = {
+        "lease_owner": new_owner,
+        "previous_owner": previous_owner,
+        "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+        "recovery_reason": reason,
+        "transaction_id": transaction_id,
+    }
+    if actor != new_owner:
+        # Someone recovered it for someone else (the admin): the reference's keys stay as
+        # they are and name the new owner; ``actor`` says who acted, as the sender does.
+        details["actor"] = actor
     return audit.task_audit(
         task,
         channel=channel,
         actor=actor,
         event="lease.recovered",
         before=before,
-        details={
-            "lease_owner": new_owner,
-            "previous_owner": previous_owner,
-            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
-            "recovery_reason": reason,
-            "transaction_id": transaction_id,
-        },
+        details=details,
     )
 
 

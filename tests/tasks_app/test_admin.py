@@ -101,11 +101,13 @@ def test_recover_action_recovers_an_expired_lease_through_the_service(admin_clie
         ("admin", "lease.recovered", "lease.recovered T")
     ]
     payload = json.loads(new[0].body)
-    assert (payload["lease_owner"], payload["previous_owner"], payload["recovery_reason"]) == (
-        "carol",
-        "bob",
-        "bob's session died",
-    )
+    assert (
+        payload["lease_owner"],
+        payload["owner"],
+        payload["previous_owner"],
+        payload["recovery_reason"],
+        payload["actor"],
+    ) == ("carol", "carol", "bob", "bob's session died", "admin")
     assert LeaseHistory.objects.filter(event="lease.recovered", actor="admin").count() == 1
 
 
