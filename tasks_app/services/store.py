@@ -9,8 +9,11 @@ committed state, which the dependency graph needs: two updates adding ``A -> B``
 by compare-and-set on ``revision`` and the one-to-one lease row admits one active lease per
 task, so a caller that skipped the lock still could not double-claim.
 
-Times: "now" is ``clock.now()`` truncated to whole seconds, as the reference's clock, so a
-fractional lease (0.5 s) shows as ``.500000``; expired means ``lease_expires_at <= now``.
+Times: "now" is ``clock.now()`` to the microsecond, and an expiry is that precise now plus
+the duration: a 1 s lease taken at xx.95 lasts 1 s (the reference cuts now to the second, so
+its lease would have lasted 0.05 s). Expired means ``lease_expires_at <= now``. How a time
+is spelled (to the second for task create/update, microseconds for lease operations, as the
+reference writes them) is the records' business, not the clock's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from tasks_app.services import graph
 
 
 def service_now() -> datetime:
-    return clock.now().replace(microsecond=0)
+    """The precise now (see the module docstring)."""
+    return clock.now()
 
 
 def is_expired(lease: Lease, now: datetime) -> bool:

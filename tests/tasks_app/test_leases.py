@@ -29,6 +29,7 @@ from tests.tasks_app.helpers import (
 
 pytestmark = pytest.mark.django_db
 
+# A quarter past the second: lease times keep it (expiry from the precise clock).
 T0 = datetime(2026, 11, 29, 15, 46, 19, 250000, tzinfo=UTC)
 
 
@@ -56,15 +57,15 @@ def test_claim_moves_a_ready_task_to_in_progress_with_owner_expiry_and_lease(
     body = acted(bob, "T", "claim", {"lease_seconds": 600})
     assert body["status"] == "in_progress"
     assert body["owner"] == "bob"
-    assert body["lease_expires_at"] == "2026-11-29T15:56:19.000000+00:00"
-    assert body["updated_at"] == "2026-11-29T15:46:19.000000+00:00"
+    assert body["lease_expires_at"] == "2026-11-29T15:56:19.250000+00:00"
+    assert body["updated_at"] == "2026-11-29T15:46:19.250000+00:00"
     assert body["lease"] == {
         "task_id": "T",
         "channel": "backend",
         "owner": "bob",
-        "lease_expires_at": "2026-11-29T15:56:19.000000+00:00",
-        "claimed_at": "2026-11-29T15:46:19.000000+00:00",
-        "updated_at": "2026-11-29T15:46:19.000000+00:00",
+        "lease_expires_at": "2026-11-29T15:56:19.250000+00:00",
+        "claimed_at": "2026-11-29T15:46:19.250000+00:00",
+        "updated_at": "2026-11-29T15:46:19.250000+00:00",
         "previous_owner": None,
         "previous_lease_expires_at": None,
         "recovery_reason": None,
@@ -77,13 +78,13 @@ def test_claim_moves_a_ready_task_to_in_progress_with_owner_expiry_and_lease(
         "changed_fields": ["lease_expires_at", "owner", "status", "updated_at"],
         "channel": "backend",
         "event": "lease.claimed",
-        "lease_expires_at": "2026-11-29T15:56:19.000000+00:00",
+        "lease_expires_at": "2026-11-29T15:56:19.250000+00:00",
         "lease_owner": "bob",
         "owner": "bob",
         "previous_status": "open",
         "status": "in_progress",
         "task_id": "T",
-        "updated_at": "2026-11-29T15:46:19.000000+00:00",
+        "updated_at": "2026-11-29T15:46:19.250000+00:00",
     }
     message = audits()[-1]
     assert (message.sender, message.title, message.status, message.to) == (
@@ -97,9 +98,9 @@ def test_claim_moves_a_ready_task_to_in_progress_with_owner_expiry_and_lease(
 def test_claim_defaults_to_300_seconds_and_accepts_fractions(alice, bob, backend, at_t0):
     created(alice, "A")
     created(alice, "B")
-    assert acted(bob, "A", "claim")["lease_expires_at"] == "2026-11-29T15:51:19.000000+00:00"
+    assert acted(bob, "A", "claim")["lease_expires_at"] == "2026-11-29T15:51:19.250000+00:00"
     body = acted(bob, "B", "claim", {"lease_seconds": 0.5})
-    assert body["lease_expires_at"] == "2026-11-29T15:46:19.500000+00:00"
+    assert body["lease_expires_at"] == "2026-11-29T15:46:19.750000+00:00"
 
 
 def test_claim_of_a_blocked_task_and_of_an_own_assignment_succeeds(alice, bob, backend):
@@ -118,7 +119,7 @@ def test_claim_of_a_leased_task_fails_with_lease_conflict(alice, bob, carol, lea
         assert err["detail"] == {
             "task_id": "T",
             "owner": "bob",
-            "lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+            "lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
         }
 
 
@@ -138,7 +139,7 @@ def test_claim_of_an_expired_lease_fails_with_recovery_required(api_for, leased,
     assert err["detail"] == {
         "task_id": "T",
         "previous_owner": "bob",
-        "previous_lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+        "previous_lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
     }
 
 
@@ -146,9 +147,28 @@ def test_a_lease_is_expired_exactly_at_its_expiry(bob, carol, leased, clock):
     clock.advance(99)
     error(act(carol, "T", "recover", {"reason": "gone"}), 409, "LEASE_NOT_EXPIRED")
     assert acted(bob, "T", "renew", {"lease_seconds": 1})["lease_expires_at"] == (
-        "2026-11-29T15:47:59.000000+00:00"
+        "2026-11-29T15:47:59.250000+00:00"
     )
     clock.advance(1)  # now == lease_expires_at
+    error(act(bob, "T", "renew"), 409, "LEASE_RECOVERY_REQUIRED")
+
+
+def test_a_one_second_lease_taken_late_in_a_second_lasts_one_second(
+    alice, bob, carol, backend, clock
+):
+    # Issue 8 item 11: "now" cut to the second made this lease expire 0.05 s after the claim.
+    created(alice, "T")
+    clock.current = datetime(2026, 11, 29, 15, 46, 19, 950000, tzinfo=UTC)
+    body = acted(bob, "T", "claim", {"lease_seconds": 1})
+    assert body["lease_expires_at"] == "2026-11-29T15:46:20.950000+00:00"
+    assert body["lease"]["claimed_at"] == "2026-11-29T15:46:19.950000+00:00"
+    clock.advance(0.1)  # 15:46:20.05, the next second
+    error(act(carol, "T", "recover", {"reason": "gone"}), 409, "LEASE_NOT_EXPIRED")
+    clock.advance(0.899999)  # one microsecond before the expiry
+    assert acted(bob, "T", "renew", {"lease_seconds": 1})["lease_expires_at"] == (
+        "2026-11-29T15:46:21.949999+00:00"
+    )
+    clock.advance(1)  # exactly at the new expiry
     error(act(bob, "T", "renew"), 409, "LEASE_RECOVERY_REQUIRED")
 
 
@@ -266,7 +286,7 @@ def test_tiny_and_large_representable_durations_are_accepted(alice, bob, backend
     created(alice, "B")
     assert acted(bob, "A", "claim", {"lease_seconds": 1e-9})["status"] == "in_progress"
     body = acted(bob, "B", "claim", {"lease_seconds": 10**10})
-    assert body["lease_expires_at"] == "2343-10-20T09:32:59.000000+00:00"
+    assert body["lease_expires_at"] == "2343-10-20T09:32:59.250000+00:00"
 
 
 def test_lease_actions_refuse_unknown_fields(alice, bob, backend):
@@ -284,22 +304,22 @@ def test_lease_actions_refuse_unknown_fields(alice, bob, backend):
 def test_renew_extends_the_owners_lease_and_keeps_claimed_at(bob, leased, clock):
     clock.advance(30)
     body = acted(bob, "T", "renew", {"lease_seconds": 1800})
-    assert body["lease_expires_at"] == "2026-11-29T16:16:49.000000+00:00"
-    assert body["lease"]["claimed_at"] == "2026-11-29T15:46:19.000000+00:00"
-    assert body["lease"]["updated_at"] == "2026-11-29T15:46:49.000000+00:00"
+    assert body["lease_expires_at"] == "2026-11-29T16:16:49.250000+00:00"
+    assert body["lease"]["claimed_at"] == "2026-11-29T15:46:19.250000+00:00"
+    assert body["lease"]["updated_at"] == "2026-11-29T15:46:49.250000+00:00"
     payload = audit_payloads()[-1]
     del payload["transaction_id"]
     assert payload == {
         "changed_fields": ["lease_expires_at", "updated_at"],
         "channel": "backend",
         "event": "lease.renewed",
-        "lease_expires_at": "2026-11-29T16:16:49.000000+00:00",
+        "lease_expires_at": "2026-11-29T16:16:49.250000+00:00",
         "lease_owner": "bob",
         "owner": "bob",
         "previous_status": "in_progress",
         "status": "in_progress",
         "task_id": "T",
-        "updated_at": "2026-11-29T15:46:49.000000+00:00",
+        "updated_at": "2026-11-29T15:46:49.250000+00:00",
     }
 
 
@@ -355,7 +375,7 @@ def test_done_and_release_clear_the_lease(alice, bob, leased, clock, action, sta
         None,
         None,
     )
-    assert body["updated_at"] == "2026-11-29T15:46:24.000000+00:00"
+    assert body["updated_at"] == "2026-11-29T15:46:24.250000+00:00"
     assert not Lease.objects.exists()
     payload = audit_payloads()[-1]
     del payload["transaction_id"]
@@ -366,11 +386,11 @@ def test_done_and_release_clear_the_lease(alice, bob, leased, clock, action, sta
         "lease_expires_at": None,
         "lease_owner": "bob",
         "owner": None,
-        "previous_lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+        "previous_lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
         "previous_status": "in_progress",
         "status": status,
         "task_id": "T",
-        "updated_at": "2026-11-29T15:46:24.000000+00:00",
+        "updated_at": "2026-11-29T15:46:24.250000+00:00",
     }
 
 
@@ -397,7 +417,7 @@ def test_done_and_release_without_a_lease_are_plain_transitions_keeping_the_owne
         "previous_status": "in_progress",
         "status": body["status"],
         "task_id": "T",
-        "updated_at": "2026-11-29T15:46:19.000000+00:00",
+        "updated_at": "2026-11-29T15:46:19.250000+00:00",
     }
     assert audits()[-1].sender == "alice"
 
@@ -464,7 +484,7 @@ def test_recover_of_an_unexpired_lease_fails_with_not_expired(carol, leased):
     assert err["detail"] == {
         "task_id": "T",
         "owner": "bob",
-        "lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+        "lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
     }
 
 
@@ -499,11 +519,11 @@ def test_recover_of_an_expired_lease_gives_the_caller_a_fresh_lease(alice, carol
         "task_id": "T",
         "channel": "backend",
         "owner": "carol",
-        "lease_expires_at": "2026-11-29T15:58:59.000000+00:00",
-        "claimed_at": "2026-11-29T15:48:59.000000+00:00",
-        "updated_at": "2026-11-29T15:48:59.000000+00:00",
+        "lease_expires_at": "2026-11-29T15:58:59.250000+00:00",
+        "claimed_at": "2026-11-29T15:48:59.250000+00:00",
+        "updated_at": "2026-11-29T15:48:59.250000+00:00",
         "previous_owner": "bob",
-        "previous_lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+        "previous_lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
         "recovery_reason": "bob vanished",
     }
     payload = audit_payloads()[-1]
@@ -512,16 +532,16 @@ def test_recover_of_an_expired_lease_gives_the_caller_a_fresh_lease(alice, carol
         "changed_fields": ["lease_expires_at", "owner", "updated_at"],
         "channel": "backend",
         "event": "lease.recovered",
-        "lease_expires_at": "2026-11-29T15:58:59.000000+00:00",
+        "lease_expires_at": "2026-11-29T15:58:59.250000+00:00",
         "lease_owner": "carol",
         "owner": "carol",
-        "previous_lease_expires_at": "2026-11-29T15:47:59.000000+00:00",
+        "previous_lease_expires_at": "2026-11-29T15:47:59.250000+00:00",
         "previous_owner": "bob",
         "previous_status": "in_progress",
         "recovery_reason": "bob vanished",
         "status": "in_progress",
         "task_id": "T",
-        "updated_at": "2026-11-29T15:48:59.000000+00:00",
+        "updated_at": "2026-11-29T15:48:59.250000+00:00",
     }
     assert audits()[-1].sender == "carol"
     # The new owner now holds an ordinary lease.
@@ -577,7 +597,7 @@ def test_force_release_of_an_unexpired_lease_reopens_the_task(bob, carol, leased
     task = force_release()
     record = selectors.task_record(task)
     assert (record["status"], record["owner"], record["lease_expires_at"]) == ("open", None, None)
-    assert record["updated_at"] == "2026-11-29T15:46:24.000000+00:00"
+    assert record["updated_at"] == "2026-11-29T15:46:24.250000+00:00"
     assert not Lease.objects.exists()
     assert audits()[-1].sender == "admin"
     # The former owner's lease actions now find nothing to act on.
