@@ -8,7 +8,7 @@ owner, dependencies stay inside one channel, no cycles) is kept by ``tasks_app.s
 which is the only writer.
 
 Timestamps are real timezone-aware datetimes; how the reference spells them in the folder
-is decided in one place, ``tasks_app.selectors.ts_format``.
+is decided in one place, ``tasks_app.records``.
 """
 
 from __future__ import annotations

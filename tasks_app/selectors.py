@@ -1,14 +1,9 @@
-"""Every read of tasks_app, and the records as the reference CLI spells them.
-
-``task_record`` is the reference's ``tasks/<id>.json`` (12 keys, in its order) and
-``lease_record`` its ``claims/<task>.<owner>.json`` (9 keys): the API returns them and the
-folder sync writes them, so the spelling of timestamps is decided once, in ``ts_format``.
-"""
+"""Every read of tasks_app. The record shapes and their spellings are ``tasks_app.records``
+(pure); ``task_record`` / ``lease_record`` here hand it a loaded task's relations."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -16,31 +11,11 @@ from django.db.models import QuerySet
 from agentchat.core.errors import AppError
 from agentchat.core.names import RECORD_ID_RE
 from channels_app.models import Channel
+from tasks_app import records
 from tasks_app.models import TASK_ID_MAX, Lease, Task, TaskDependency
 
-TASK_FIELDS = (
-    "id",
-    "channel",
-    "title",
-    "status",
-    "owner",
-    "created_by",
-    "depends_on",
-    "files_hint",
-    "acceptance",
-    "lease_expires_at",
-    "branch",
-    "updated_at",
-)
+TASK_FIELDS = records.TASK_FIELDS
 STATUSES = tuple(choice.value for choice in Task.Status)
-
-
-def ts_format(value: datetime | None, *, microseconds: bool = True) -> str | None:
-    """The reference's spellings: ``2026-11-29T15:46:20+00:00`` for task create/update,
-    ``2026-11-29T15:46:19.000000+00:00`` for every lease time."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="microseconds" if microseconds else "seconds")
 
 
 def check_task_id(value: object, *, field: str = "id", code: str = "TASK_INVALID_ID") -> str:
@@ -136,40 +111,18 @@ def task_lease(task: Task) -> Lease | None:
 
 
 def task_record(task: Task) -> dict[str, Any]:
-    """The reference's task record: exactly its 12 keys, in its order."""
-    lease = task_lease(task)
-    return {
-        "id": task.task_id,
-        "channel": task.channel.name,
-        "title": task.title,
-        "status": task.status,
-        "owner": task.owner or None,
-        "created_by": task.created_by,
-        "depends_on": task_depends_on(task),
-        "files_hint": list(task.files_hint),
-        "acceptance": list(task.acceptance),
-        "lease_expires_at": ts_format(lease.lease_expires_at) if lease else None,
-        "branch": task.branch or None,
-        "updated_at": ts_format(
-            task.updated_at,
-            microseconds=task.updated_at_spelling == Task.Spelling.MICROSECONDS,
-        ),
-    }
+    """The reference's task record of a loaded task (``records.task_record``)."""
+    return records.task_record(
+        task,
+        channel=task.channel.name,
+        depends_on=task_depends_on(task),
+        lease=task_lease(task),
+    )
 
 
 def lease_record(lease: Lease) -> dict[str, Any]:
-    """The reference's claim record: exactly its 9 keys, in its order."""
-    return {
-        "task_id": lease.task.task_id,
-        "channel": lease.task.channel.name,
-        "owner": lease.owner,
-        "lease_expires_at": ts_format(lease.lease_expires_at),
-        "claimed_at": ts_format(lease.claimed_at),
-        "updated_at": ts_format(lease.updated_at),
-        "previous_owner": lease.previous_owner or None,
-        "previous_lease_expires_at": ts_format(lease.previous_lease_expires_at),
-        "recovery_reason": lease.recovery_reason or None,
-    }
+    """The reference's claim record of a lease (``records.lease_record``)."""
+    return records.lease_record(lease, task_id=lease.task.task_id, channel=lease.task.channel.name)
 
 
 def task_blocked_by(task: Task) -> list[dict[str, str]]:

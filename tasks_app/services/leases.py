@@ -20,7 +20,7 @@ from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from channels_app.models import Channel
-from tasks_app import selectors
+from tasks_app import records, selectors
 from tasks_app.models import Lease, LeaseHistory, Task
 from tasks_app.services import audit, graph, store
 from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, lease_expiry, reason_check
@@ -35,7 +35,7 @@ def _raise_recovery_required(task: Task, lease: Lease) -> NoReturn:
         detail={
             "task_id": task.task_id,
             "previous_owner": lease.owner,
-            "previous_lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+            "previous_lease_expires_at": records.lease_ts(lease.lease_expires_at),
         },
     )
 
@@ -124,7 +124,7 @@ def lease_claim(
             detail={
                 "task_id": task.task_id,
                 "owner": lease.owner,
-                "lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+                "lease_expires_at": records.lease_ts(lease.lease_expires_at),
             },
         )
     if task.owner and task.owner != actor:
@@ -265,7 +265,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
         )
         details = {
             "lease_owner": lease.owner,
-            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+            "previous_lease_expires_at": records.lease_ts(previous_expiry),
             "transaction_id": transaction_id,
         }
     return audit.task_audit(
@@ -331,7 +331,7 @@ def lease_recover(
             detail={
                 "task_id": task.task_id,
                 "owner": lease.owner,
-                "lease_expires_at": selectors.ts_format(lease.lease_expires_at),
+                "lease_expires_at": records.lease_ts(lease.lease_expires_at),
             },
         )
     expires_at = lease_expiry(now, lease_seconds)
@@ -371,7 +371,7 @@ def lease_recover(
     details = {
         "lease_owner": new_owner,
         "previous_owner": previous_owner,
-        "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+        "previous_lease_expires_at": records.lease_ts(previous_expiry),
         "recovery_reason": reason,
         "transaction_id": transaction_id,
     }
@@ -444,7 +444,7 @@ def lease_force_release(*, channel: Channel, task_id: str, actor: str, reason: o
         before=before,
         details={
             "lease_owner": lease.owner,
-            "previous_lease_expires_at": selectors.ts_format(previous_expiry),
+            "previous_lease_expires_at": records.lease_ts(previous_expiry),
             "transaction_id": transaction_id,
             "lease": lease_as_it_was,
             "actor": actor,
