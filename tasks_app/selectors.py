@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from agentchat.core.errors import AppError
-from agentchat.core.names import RECORD_ID_RE
+from agentchat.core.names import RECORD_ID_RE, check_agent_name
 from channels_app.models import Channel
 from tasks_app import records
 from tasks_app.models import TASK_ID_MAX, Lease, Task, TaskDependency
@@ -19,20 +19,22 @@ STATUSES = tuple(choice.value for choice in Task.Status)
 
 
 def check_task_id(value: object, *, field: str = "id", code: str = "TASK_INVALID_ID") -> str:
-    """Raises TASK_INVALID_ID (or ``code``): ``[A-Za-z0-9][A-Za-z0-9._-]*``, at most 128."""
+    """Raises TASK_INVALID_ID (or ``code``): ``[A-Za-z0-9][A-Za-z0-9._-]*`` as a whole string
+    (no trailing newline, ASCII letters and digits only), at most 128. The value is echoed in
+    the error cut to 100 characters."""
     if not isinstance(value, str) or not value.strip():
         raise AppError(code, f"{field} must not be empty", detail={"field": field})
-    if not RECORD_ID_RE.match(value):
-        raise AppError(
-            code,
-            f"{field} must contain only letters, digits, '.', '_' or '-'",
-            detail={"field": field, "value": value},
-        )
     if len(value) > TASK_ID_MAX:
         raise AppError(
             code,
             f"{field} must be at most {TASK_ID_MAX} characters",
-            detail={"field": field, "value": value},
+            detail={"field": field, "value": value[:100]},
+        )
+    if not RECORD_ID_RE.fullmatch(value):
+        raise AppError(
+            code,
+            f"{field} must contain only letters, digits, '.', '_' or '-'",
+            detail={"field": field, "value": value[:100]},
         )
     return value
 
@@ -84,17 +86,20 @@ def task_get(*, channel: Channel, task_id: str) -> Task:
 def task_list(
     *, channel: Channel, status: str | None = None, owner: str | None = None
 ) -> list[Task]:
-    """Tasks of a channel by id, optionally filtered. Raises TASK_INVALID_STATUS."""
+    """Tasks of a channel by id, optionally filtered. Raises TASK_INVALID_STATUS,
+    TASK_INVALID_OWNER (a filter no task can match is a mistake, and a NUL would reach the
+    database)."""
     queryset = Task.objects.filter(channel=channel)
     if status is not None:
         if status not in STATUSES:
             raise AppError(
                 "TASK_INVALID_STATUS",
-                f"unknown task status: {status!r}",
-                detail={"field": "status", "value": status},
+                f"unknown task status: {status[:100]!r}",
+                detail={"field": "status", "value": status[:100]},
             )
         queryset = queryset.filter(status=status)
     if owner is not None:
+        check_agent_name(owner, field="owner", code="TASK_INVALID_OWNER")
         queryset = queryset.filter(owner=owner)
     return _loaded(queryset.order_by("task_id"))
 

@@ -19,11 +19,12 @@ from tasks_app.services.leases import lease_update_guard
 from tasks_app.services.validation import (
     RESERVED_TASK_IDS,
     acceptance_check,
+    branch_check,
     depends_on_check,
     files_hint_check,
     owner_check,
     status_check,
-    text_check,
+    title_check,
 )
 
 Status = Task.Status
@@ -63,12 +64,12 @@ def task_create(
         raise AppError(
             "TASK_INVALID_ID", f"{task_id!r} is reserved", detail={"field": "id", "value": task_id}
         )
-    title = text_check(title, "title", "TASK_INVALID_TITLE", allow_empty=True)
+    title = title_check(title)
     owner = None if owner is None else owner_check(owner)
     depends_on = [] if depends_on is UNSET else depends_on_check(depends_on)
     files_hint = [] if files_hint is UNSET else files_hint_check(files_hint)
     acceptance = [] if acceptance is UNSET else acceptance_check(acceptance)
-    branch = None if branch is None else text_check(branch, "branch", "TASK_INVALID_BRANCH")
+    branch = None if branch is None else branch_check(branch)
 
     store.channel_lock(channel)
     # Compared as lower(task_id), so the case-insensitive unique index answers it (``iexact``
@@ -122,9 +123,7 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
 
     fields: dict[str, Any] = {}
     if "title" in changes:
-        fields["title"] = text_check(
-            changes["title"], "title", "TASK_INVALID_TITLE", allow_empty=True
-        )
+        fields["title"] = title_check(changes["title"])
     if "status" in changes:
         fields["status"] = status_check(changes["status"])
     if "owner" in changes:
@@ -136,9 +135,7 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
         fields["acceptance"] = acceptance_check(changes["acceptance"])
     if "branch" in changes:
         branch = changes["branch"]
-        fields["branch"] = (
-            "" if branch is None else text_check(branch, "branch", "TASK_INVALID_BRANCH")
-        )
+        fields["branch"] = "" if branch is None else branch_check(branch)
 
     new_status = fields.get("status", task.status)
     graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=new_status)

@@ -1,5 +1,15 @@
 """Value checks of tasks and leases: the reference's record rules (REFERENCE-CLI §3.7-3.8),
-each failure with the field's stable TASK_* / LEASE_* code.
+each failure with the field's stable TASK_* / LEASE_* code, on top of the floor's text rules
+(``agentchat.core.validation.text_check``).
+
+Every text of a task refuses lone surrogates and NUL (no stored string may hold them); the
+one-line fields (title, branch, acceptance items, the recovery reason) also refuse every line
+separator and C0/C1 control character (VT, FF, NEL, U+2028/2029, ESC…), where the reference
+refuses only CR, LF and NUL: agents print these fields in their terminals. Ids and owners
+follow the name rules (whole-string matches, so ``alice\\n`` is no owner).
+
+Work per request is bounded: each list holds at most ``LIST_MAX`` items, each string at most
+the field size (FIELD_TOO_LARGE), and every check is linear in its input.
 
 Pure: nothing here reads the database, so the folder import of a later issue can judge a
 record with the same rules before it writes anything.
@@ -7,63 +17,62 @@ record with the same rules before it writes anything.
 
 from __future__ import annotations
 
-import math
 import ntpath
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
-from agentchat.core.api import field_size_check
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from agentchat.core.records import expiry_after
+from agentchat.core.validation import field_size_check, text_check
 from tasks_app import selectors
 
 DEFAULT_LEASE_SECONDS = 300
 # Reserved: ``POST …/tasks/recover-pending/`` is routed before ``…/tasks/<id>/``.
 RESERVED_TASK_IDS = frozenset({"recover-pending"})
+# Items of depends_on, files_hint or acceptance. The reference has no limit; a bound keeps
+# one request's checks (and every later listing of the task) small.
+LIST_MAX = 1000
+# A recovery reason, in characters: the same bound as a path lock's reason.
+REASON_MAX = 1000
 
 
 # --- durations -----------------------------------------------------------------------------------
 
 
 def lease_expiry(now: datetime, lease_seconds: object) -> datetime:
-    """``now + lease_seconds``. Raises LEASE_INVALID_DURATION unless ``lease_seconds`` is a
-    JSON number (not a bool), finite, > 0, with a representable expiry."""
-
-    def invalid(message: str) -> NoReturn:
-        raise AppError("LEASE_INVALID_DURATION", message, detail={"field": "lease_seconds"})
-
-    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)):
-        invalid("lease duration must be a number of seconds")
-    if isinstance(lease_seconds, float) and not math.isfinite(lease_seconds):
-        invalid("lease duration must be positive")
-    if lease_seconds <= 0:
-        invalid("lease duration must be positive")
+    """``now`` (precise) + ``lease_seconds``. Raises LEASE_INVALID_DURATION unless
+    ``lease_seconds`` is a JSON number (not a bool), finite, > 0 and at most
+    AGENTCHAT_MAX_LEASE_SECONDS (``agentchat.core.records.duration_check``), with an expiry
+    the calendar can hold (only a maximum set beyond it can reach that)."""
     try:
-        return now + timedelta(seconds=lease_seconds)
-    except (OverflowError, ValueError):
-        invalid("lease duration is outside the supported timestamp range")
+        return expiry_after(now, lease_seconds, code="LEASE_INVALID_DURATION")
+    except OverflowError:
+        raise AppError(
+            "LEASE_INVALID_DURATION",
+            "lease duration is outside the supported timestamp range",
+            detail={"field": "lease_seconds"},
+        ) from None
 
 
 # --- values --------------------------------------------------------------------------------------
 
 
-def text_check(value: object, field: str, code: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise AppError(code, f"{field} must be a string", detail={"field": field})
-    if not allow_empty and not value.strip():
-        raise AppError(code, f"{field} must not be empty", detail={"field": field})
-    if "\x00" in value or "\r" in value or "\n" in value:
-        raise AppError(
-            code, f"{field} contains a forbidden control character", detail={"field": field}
-        )
-    field_size_check(field, value)
-    return value
+def line_check(value: object, field: str, code: str, *, allow_empty: bool = False) -> str:
+    """One line of text (see the module docstring). Raises ``code``, FIELD_TOO_LARGE."""
+    return text_check(value, field=field, code=code, single_line=True, allow_empty=allow_empty)
 
 
 def _list_check(value: object, field: str, code: str) -> list[Any]:
     if not isinstance(value, list):
         raise AppError(code, f"{field} must be a JSON array", detail={"field": field})
+    if len(value) > LIST_MAX:
+        raise AppError(
+            code,
+            f"{field} has more than {LIST_MAX} items",
+            detail={"field": field, "max_items": LIST_MAX},
+        )
     return value
 
 
@@ -93,16 +102,18 @@ def workspace_path_check(path: object) -> str:
 
 def depends_on_check(value: object) -> list[str]:
     result: list[str] = []
+    seen: set[str] = set()
     for item in _list_check(value, "depends_on", "TASK_INVALID_DEPENDS_ON"):
         dependency = selectors.check_task_id(
             item, field="dependency", code="TASK_INVALID_DEPENDENCY_ID"
         )
-        if dependency in result:
+        if dependency in seen:
             raise AppError(
                 "TASK_DUPLICATE_DEPENDENCY",
                 f"dependency is listed more than once: {dependency}",
                 detail={"field": "depends_on", "dependency": dependency},
             )
+        seen.add(dependency)
         result.append(dependency)
     return result
 
@@ -116,9 +127,19 @@ def files_hint_check(value: object) -> list[str]:
 
 def acceptance_check(value: object) -> list[str]:
     return [
-        text_check(item, "acceptance item", "TASK_INVALID_ACCEPTANCE")
+        line_check(item, "acceptance item", "TASK_INVALID_ACCEPTANCE")
         for item in _list_check(value, "acceptance", "TASK_INVALID_ACCEPTANCE")
     ]
+
+
+def title_check(value: object) -> str:
+    """One line, may be empty (the reference allows it). Raises TASK_INVALID_TITLE."""
+    return line_check(value, "title", "TASK_INVALID_TITLE", allow_empty=True)
+
+
+def branch_check(value: object) -> str:
+    """One non-blank line. Raises TASK_INVALID_BRANCH."""
+    return line_check(value, "branch", "TASK_INVALID_BRANCH")
 
 
 def owner_check(value: object) -> str:
@@ -129,22 +150,30 @@ def status_check(value: object) -> str:
     if not isinstance(value, str) or value not in selectors.STATUSES:
         raise AppError(
             "TASK_INVALID_STATUS",
-            f"unknown task status: {value!r}",
-            detail={"field": "status", "value": value if isinstance(value, str) else None},
+            f"unknown task status: {value[:100]!r}"
+            if isinstance(value, str)
+            else "status must be a string",
+            detail={"field": "status", "value": value[:100] if isinstance(value, str) else None},
         )
     return value
 
 
 def reason_check(value: object) -> str:
+    """A lease recovery (or force-release) reason. The reference's rule for its lease family
+    (``lease_store._validate_reason``): a string with non-blank content and no NUL, CR or LF.
+    Here the one-line rule of every such field replaces "no NUL, CR or LF" (every C0/C1
+    control, U+2028/2029 and lone surrogates refused too, which is also the reference's
+    path-lock reason rule plus the two Unicode separators), and a reason is at most
+    ``REASON_MAX`` characters, as a lock's is. Raises LEASE_INVALID_REASON."""
     if not isinstance(value, str) or not value.strip():
+        # The reference's message for a missing and for a blank reason alike.
         raise AppError(
             "LEASE_INVALID_REASON", "recovery reason must not be empty", detail={"field": "reason"}
         )
-    if "\x00" in value or "\r" in value or "\n" in value:
-        raise AppError(
-            "LEASE_INVALID_REASON",
-            "recovery reason contains a forbidden control character",
-            detail={"field": "reason"},
-        )
-    field_size_check("reason", value)
-    return value
+    return text_check(
+        value,
+        field="reason",
+        code="LEASE_INVALID_REASON",
+        single_line=True,
+        max_chars=REASON_MAX,
+    )

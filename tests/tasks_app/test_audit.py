@@ -208,8 +208,11 @@ def _at(clock, hh_mm_ss: str) -> None:
     clock.current = datetime(2026, 11, 29, h, m, s, tzinfo=UTC)
 
 
-def test_replaying_the_reference_sample_gives_its_audit_messages_and_records(api_for, clock):
+def test_replaying_the_reference_sample_gives_its_audit_messages_and_records(
+    api_for, clock, settings
+):
     """The tasks part of ``shared/reference/scripts/gen_sample.sh``, at the fixture's times."""
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = YEAR  # the sample's leases last a year
     alice, bob, carol = api_for("alice"), api_for("bob"), api_for("carol")
     assert alice.post("/api/v1/channels/", {"name": "backend"}, format="json").status_code == 201
     _at(clock, "15:46:18")

@@ -265,28 +265,60 @@ def test_bad_durations_fail_with_lease_invalid_duration(alice, bob, backend, clo
         body = f'{{"lease_seconds": {raw}}}'
     with unchanged():
         err = error(act_raw(bob, "T", action, body), 400, "LEASE_INVALID_DURATION")
-    assert err["detail"] == {"field": "lease_seconds"}
+    assert (err["detail"]["field"], err["detail"]["max"]) == ("lease_seconds", 86400)
 
 
 def test_duration_messages(alice, bob, backend):
     created(alice, "T")
-    assert (
-        error(act_raw(bob, "T", "claim", '{"lease_seconds": 0}'), 400, "LEASE_INVALID_DURATION")[
-            "message"
-        ]
-        == "lease duration must be positive"
-    )
-    assert error(
-        act_raw(bob, "T", "claim", '{"lease_seconds": 1e12}'), 400, "LEASE_INVALID_DURATION"
-    )["message"] == ("lease duration is outside the supported timestamp range")
+
+    def message(raw: str) -> str:
+        response = act_raw(bob, "T", "claim", f'{{"lease_seconds": {raw}}}')
+        return error(response, 400, "LEASE_INVALID_DURATION")["message"]
+
+    assert message("0") == "lease_seconds must be positive"
+    assert message('"300"') == "lease_seconds must be a number of seconds"
+    assert message("1e12") == "lease_seconds must be at most 86400 seconds"
 
 
-def test_tiny_and_large_representable_durations_are_accepted(alice, bob, backend, at_t0):
+@pytest.mark.parametrize("action", ["claim", "renew", "recover"])
+def test_a_lease_over_the_maximum_fails_with_invalid_duration(
+    alice, bob, backend, clock, settings, action
+):
+    # Issue 8 item 11: a lease nobody can ever recover (2.5e11 s was granted) is refused.
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 3600
+    created(alice, "T")
+    if action != "claim":
+        acted(bob, "T", "claim", {"lease_seconds": 10})
+    if action == "recover":
+        clock.advance(10)
+    body = {"reason": "stale"} if action == "recover" else {}
+    with unchanged():
+        err = error(
+            act(bob, "T", action, {**body, "lease_seconds": 3600.001}),
+            400,
+            "LEASE_INVALID_DURATION",
+        )
+    assert err["detail"] == {"field": "lease_seconds", "value": 3600.001, "max": 3600}
+    assert acted(bob, "T", action, {**body, "lease_seconds": 3600})["status"] == "in_progress"
+
+
+def test_the_maximum_lease_defaults_to_a_day(alice, bob, backend, at_t0):
     created(alice, "A")
     created(alice, "B")
-    assert acted(bob, "A", "claim", {"lease_seconds": 1e-9})["status"] == "in_progress"
-    body = acted(bob, "B", "claim", {"lease_seconds": 10**10})
-    assert body["lease_expires_at"] == "2343-10-20T09:32:59.250000+00:00"
+    error(act(bob, "A", "claim", {"lease_seconds": 86400.5}), 400, "LEASE_INVALID_DURATION")
+    body = acted(bob, "A", "claim", {"lease_seconds": 86400})
+    assert body["lease_expires_at"] == "2026-11-30T15:46:19.250000+00:00"
+    assert acted(bob, "B", "claim", {"lease_seconds": 1e-9})["status"] == "in_progress"
+
+
+def test_a_maximum_beyond_the_calendar_still_answers_a_clean_400(alice, bob, backend, settings):
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 1e15
+    created(alice, "A")
+    created(alice, "B")
+    with unchanged():
+        err = error(act(bob, "A", "claim", {"lease_seconds": 1e12}), 400, "LEASE_INVALID_DURATION")
+    assert err["message"] == "lease duration is outside the supported timestamp range"
+    assert acted(bob, "B", "claim", {"lease_seconds": 10**10})["status"] == "in_progress"
 
 
 def test_lease_actions_refuse_unknown_fields(alice, bob, backend):
