@@ -18,7 +18,7 @@ from django.utils.html import format_html
 
 from agentchat.core import clock
 from agentchat.core.errors import AppError
-from agentchat.core.models import Agent
+from agentchat.core.services import admin_actor
 from tasks_app import services
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency
 
@@ -111,12 +111,6 @@ class RecoverLeaseForm(forms.Form):
     lease_seconds = forms.FloatField(
         label="Lease seconds", initial=services.DEFAULT_LEASE_SECONDS, required=False
     )
-
-
-def admin_actor(request: HttpRequest) -> str:
-    """The audit sender for an admin action: the admin's agent, else their user name."""
-    name = Agent.objects.filter(user=request.user).values_list("name", flat=True).first()
-    return name or request.user.get_username()
 
 
 class ForceReleaseForm(forms.Form):
@@ -214,7 +208,7 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 services.lease_recover(
                     channel=task.channel,
                     task_id=task.task_id,
-                    actor=admin_actor(request),
+                    actor=admin_actor(request.user),
                     owner=data["owner"],
                     reason=data["reason"],
                     lease_seconds=lease_seconds,
@@ -253,7 +247,7 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 services.lease_force_release(
                     channel=task.channel,
                     task_id=task.task_id,
-                    actor=admin_actor(request),
+                    actor=admin_actor(request.user),
                     reason=form.cleaned_data["reason"],
                 )
             except AppError as exc:

@@ -10,16 +10,18 @@ Spellings, as the reference writes them: a task's ``updated_at`` to the second a
 create or update (``2026-11-29T15:46:20+00:00``) and to the microsecond after a lease operation
 (``2026-11-29T15:46:19.000000+00:00``), which ``Task.updated_at_spelling`` remembers; every
 lease time to the microsecond. The stored times are precise; a spelling to the second drops
-the fraction (it never rounds up).
+the fraction (it never rounds up). The spellings themselves are the floor's
+(``agentchat.core.records``), shared with locks.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from agentchat.core.records import ts_micros, ts_seconds
 from tasks_app.models import Lease, Task
 
 # The reference's tasks/<id>.json keys, in its order (not sorted).
@@ -49,14 +51,6 @@ LEASE_FIELDS = (
     "previous_lease_expires_at",
     "recovery_reason",
 )
-
-
-def ts_seconds(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="seconds")
-
-
-def ts_micros(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def lease_ts(value: datetime | None) -> str | None:

@@ -72,7 +72,7 @@ def test_updated_at_is_spelled_by_the_operation_that_wrote_it_and_never_rounded_
 
 def test_times_in_another_offset_are_spelled_in_utc():
     paris = AT.astimezone(timezone(timedelta(hours=1)))
-    assert records.ts_seconds(paris) == "2026-11-29T15:46:19+00:00"
+    assert records.task_updated_at(_task(updated_at=paris)) == "2026-11-29T15:46:19+00:00"
     assert records.lease_ts(paris) == "2026-11-29T15:46:19.999999+00:00"
     assert records.lease_ts(None) is None
 
