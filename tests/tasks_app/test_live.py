@@ -91,3 +91,32 @@ def test_concurrent_dependency_updates_cannot_close_a_cycle(live, make_agent):
     refused = next(r for r in responses if r.status_code == 409)
     assert refused.json()["error"]["code"] == "TASK_DEPENDENCY_CYCLE"
     assert Message.objects.filter(channel__name="graph", status="task.updated").count() == 1
+
+
+def test_hostile_ids_and_filters_get_clean_400s_through_the_server(live, make_agent):
+    """Through daphne and the API lane (the path clients take), percent-escapes in the path
+    and the query decode to controls, look-alikes or replacement characters: each is a 400
+    with its code, never a 500."""
+    _, token = make_agent("alice")
+    log_start = len(live.output())
+    assert _post(live, token, "channels/", {"name": "hostile"}).status_code == 201
+    base = f"{live.url}/api/v1/channels/hostile/tasks/"
+    with httpx.Client(headers=auth(token), timeout=60) as http:
+        for segment in ["T%0A", "T%00", "%ED%A0%80", "%FF", "T-%D9%A1", "T%E2%80%A8", "a" * 3000]:
+            for response in (http.get(f"{base}{segment}/"), http.post(f"{base}{segment}/claim/")):
+                assert response.status_code == 400, (segment, response.text)
+                assert response.json()["error"]["code"] == "TASK_INVALID_ID"
+        for query, code in [
+            ("owner=%00", "TASK_INVALID_OWNER"),
+            ("owner=alice%0A", "TASK_INVALID_OWNER"),
+            ("owner=%ED%A0%80", "TASK_INVALID_OWNER"),
+            ("status=%FF", "TASK_INVALID_STATUS"),
+            ("status=open%00", "TASK_INVALID_STATUS"),
+        ]:
+            response = http.get(f"{base}?{query}")
+            assert response.status_code == 400, (query, response.text)
+            assert response.json()["error"]["code"] == code
+        response = http.post(base, json={"id": "T", "title": "x", "owner": "alice\n"})
+        assert response.json()["error"]["code"] == "TASK_INVALID_OWNER"
+    assert not Task.objects.filter(channel__name="hostile").exists()
+    assert "Traceback" not in live.output()[log_start:]
