@@ -47,21 +47,29 @@ class LeaseInput(StrictSerializer):
 
 
 LEASE_SECONDS_HELP = (
-    "lease duration in seconds: a JSON number, finite, > 0, fractions allowed; default 300. "
-    "Anything else: LEASE_INVALID_DURATION"
+    "lease duration in seconds: a JSON number, finite, > 0, fractions allowed, at most "
+    "AGENTCHAT_MAX_LEASE_SECONDS (default 86400); default 300. Anything else: "
+    "LEASE_INVALID_DURATION"
 )
+ONE_LINE = "one line: no line separator or control character"
 
 
 class TaskCreateInput(TaskInput):
     id = RawStringField(
         help_text="[A-Za-z0-9][A-Za-z0-9._-]*, at most 128; unique per channel case-insensitively"
     )
-    title = RawStringField(help_text="may be empty; no CR, LF or NUL")
+    title = RawStringField(help_text=f"may be empty; {ONE_LINE}")
     owner = RawStringField(required=False, help_text="an agent name, or null")
-    depends_on = RawStringListField(required=False, help_text="task ids of this channel")
-    files_hint = RawStringListField(required=False, help_text="workspace-relative paths")
-    acceptance = RawStringListField(required=False, help_text="non-blank criteria")
-    branch = RawStringField(required=False, help_text="non-blank, or null")
+    depends_on = RawStringListField(
+        required=False, help_text="task ids of this channel, at most 1000"
+    )
+    files_hint = RawStringListField(
+        required=False, help_text="workspace-relative paths, at most 1000"
+    )
+    acceptance = RawStringListField(
+        required=False, help_text=f"non-blank criteria, each {ONE_LINE}; at most 1000"
+    )
+    branch = RawStringField(required=False, help_text=f"non-blank, {ONE_LINE}; or null")
     created_by = RawStringField(required=False, help_text="optional; must equal the caller")
 
 
@@ -90,7 +98,10 @@ class LeaseDurationInput(LeaseInput):
 
 
 class LeaseRecoverInput(LeaseInput):
-    reason = RawStringField(required=False, help_text="non-empty, one line (LEASE_INVALID_REASON)")
+    reason = RawStringField(
+        required=False,
+        help_text=f"non-blank, {ONE_LINE}, at most 1000 characters (LEASE_INVALID_REASON)",
+    )
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
 
 
