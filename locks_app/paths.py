@@ -1,27 +1,12 @@
 """Workspace paths of path locks: normalization, glob patterns and overlap. Pure functions.
 
-The server has no workspace on disk, so a path is text checked by rules that hold on every
-platform (the reference CLI's rules plus its Windows rules, everywhere):
+A lock path follows the floor's workspace path rules (``agentchat.core.paths``: separators,
+traversal, control characters, reserved names, NFC, case folding, sizes), refused with
+PATH_LOCK_INVALID_PATH, plus the bounds of glob patterns below: at most
+``MAX_PATTERN_SEGMENTS`` pattern segments, of at most ``MAX_PATTERN_SEGMENT_CHARS`` characters
+(bounds on the overlap test's cost), and no broken character class.
 
-* Only ``/`` separates. Empty and ``.`` segments are dropped (``./src//a.py`` → ``src/a.py``);
-  nothing left means ``.``, the whole workspace.
-* Refused with PATH_LOCK_INVALID_PATH: empty or non-string input; ``..`` anywhere; absolute
-  paths and drive prefixes (``/x``, ``C:x``); any ``:``; backslashes; control characters
-  (< 0x20, 0x7F-0x9F), lone surrogates and bidirectional-override characters; Windows reserved
-  names (CON, PRN, AUX, NUL, COM0-9, COM¹²³, LPT0-9, LPT¹²³, CONIN$, CONOUT$ — any case, any
-  extension); segments ending in a dot or a space; percent-escapes such as ``%2e%2e`` (the
-  server never URL-decodes a path; send it decoded); segments that Unicode compatibility
-  normalization (NFKC) turns into ``.``, ``..`` or something containing ``/``, ``\\`` or ``:``
-  (full-width dots U+FF0E U+FF0E, the two-dot leader U+2025, the full-width solidus U+FF0F);
-  paths over ``MAX_PATH_BYTES`` bytes or ``MAX_SEGMENTS`` segments, segments over
-  ``MAX_SEGMENT_BYTES`` bytes, more than ``MAX_PATTERN_SEGMENTS`` pattern segments or pattern
-  segments over ``MAX_PATTERN_SEGMENT_CHARS`` characters (bounds on the overlap test's cost).
-* Unicode: paths are compared in NFC, so ``é`` typed precomposed (NFC) or decomposed (NFD) is
-  one path. Normalize first, then validate, then compare.
-* Case: with ``AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE`` the normalized path is case-folded
-  (``str.casefold``, then NFC), as the reference does on Windows.
-* ``kind``: ``directory`` when the path as sent ends with ``/`` (or its last segment is
-  ``.``, so ``.`` itself), else ``file``. It is informational: overlap ignores it.
+``kind`` (``directory`` for a trailing ``/``) is informational: overlap ignores it.
 
 Glob patterns: a segment containing ``*``, ``?`` or a ``[…]`` class is a pattern. ``*`` matches
 any run of characters and ``?`` one character, never ``/``; ``[abc]``, ``[a-z]`` and the negated
@@ -47,20 +32,21 @@ class: ``report[[]1].txt`` names ``report[1].txt``, ``what[?].md`` names ``what?
 
 from __future__ import annotations
 
-import math
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from agentchat.core.errors import AppError
+from agentchat.core.paths import (
+    WORKSPACE,
+    casefold_stable,
+    path_segments,
+    safe_text,
+    workspace_path_normalize,
+)
 
 INVALID_PATH = "PATH_LOCK_INVALID_PATH"
-MAX_PATH_BYTES = 1024
-MAX_SEGMENT_BYTES = 255
-MAX_SEGMENTS = 128
 MAX_PATTERN_SEGMENTS = 16
 MAX_PATTERN_SEGMENT_CHARS = 128
 MAX_PATHS = 64
@@ -68,17 +54,6 @@ MAX_PATHS = 64
 # intersect without looking (a false conflict is allowed between patterns, a miss never).
 MAX_INTERSECTION_STATES = 4096
 
-KIND_FILE = "file"
-KIND_DIRECTORY = "directory"
-WORKSPACE = "."
-
-_RESERVED_NAMES = frozenset(
-    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
-    | {f"{base}{suffix}" for base in ("COM", "LPT") for suffix in [*"0123456789", "¹", "²", "³"]}
-)
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
 _GLOB_CHARS = frozenset("*?[")
 _MAX_CODEPOINT = 0x10FFFF
 _SLASH = ord("/")
@@ -100,99 +75,21 @@ class PathEntry:
         }
 
 
-def safe_text(value: Any, limit: int = 300) -> Any:
-    """A value that can always be rendered as JSON (lone surrogates escaped, long text cut)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)  # NaN and infinities are not JSON
-    if not isinstance(value, str):
-        return value if value is None or isinstance(value, (int, float, bool)) else repr(value)
-    text = value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _invalid(message: str, path: Any) -> AppError:
     return AppError(INVALID_PATH, message, detail={"path": safe_text(path)})
 
 
-def _is_forbidden_char(char: str) -> bool:
-    code = ord(char)
-    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or char in _BIDI_CONTROLS
-
-
-def _check_characters(text: str, raw: str) -> None:
-    if any(_is_forbidden_char(char) for char in text):
-        raise _invalid("path contains a forbidden control character", raw)
-    if "\\" in text:
-        raise _invalid("backslashes are not valid portable separators", raw)
-    if text.startswith("/") or _DRIVE_PREFIX.match(text):
-        raise _invalid("absolute paths are not allowed", raw)
-    if ":" in text:
-        raise _invalid("path names may not contain ':'", raw)
-
-
-def casefold_stable(text: str) -> str:
-    """Case-fold then NFC, repeated until stable, so folding a folded path changes nothing."""
-    for _ in range(4):
-        folded = unicodedata.normalize("NFC", text.casefold())
-        if folded == text:
-            break
-        text = folded
-    return text
-
-
-def _check_segment(segment: str, raw: str) -> None:
-    compat = unicodedata.normalize("NFKC", segment)
-    if compat in {".", ".."} or any(char in compat for char in "/\\:"):
-        raise _invalid(
-            "path segment turns into a dot, a separator or ':' under Unicode compatibility "
-            "normalization",
-            raw,
-        )
-    if segment.endswith((".", " ")) or compat.endswith((".", " ")):
-        raise _invalid("path segments may not end with a dot or a space", raw)
-    stem = unicodedata.normalize("NFKC", segment.split(".", 1)[0]).rstrip(" ").upper()
-    if stem in _RESERVED_NAMES or segment.split(".", 1)[0].rstrip(" ").upper() in _RESERVED_NAMES:
-        raise _invalid("path contains a reserved Windows name", raw)
-    if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-        raise _invalid(f"path segments may be at most {MAX_SEGMENT_BYTES} bytes", raw)
-
-
 def path_normalize(raw: Any, *, case_insensitive: bool = False) -> PathEntry:
-    """Validate and canonicalize one workspace-relative path. Raises PATH_LOCK_INVALID_PATH."""
-    if not isinstance(raw, str) or not raw:
-        raise _invalid("path must be a non-empty string", raw)
-    if len(raw) > MAX_PATH_BYTES or len(raw.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        raise _invalid(f"path is longer than {MAX_PATH_BYTES} bytes", raw)
-    _check_characters(raw, raw)
-    if _PERCENT_ESCAPE.search(raw):
-        raise _invalid("percent-encoded sequences are not allowed: send the path decoded", raw)
-    text = unicodedata.normalize("NFC", raw)
-    _check_characters(text, raw)
-    raw_parts = text.split("/")
-    if ".." in raw_parts:
-        raise _invalid("parent traversal is not allowed", raw)
-    kind = KIND_DIRECTORY if raw_parts[-1] in {"", "."} else KIND_FILE
-    parts = [part for part in raw_parts if part not in {"", "."}]
-    canonical = "/".join(parts) or WORKSPACE
-    if case_insensitive:
-        canonical = casefold_stable(canonical)
-        _check_characters(canonical, raw)
-    if len(canonical.encode("utf-8")) > MAX_PATH_BYTES:
-        raise _invalid(f"path is longer than {MAX_PATH_BYTES} bytes", raw)
-    segments = [] if canonical == WORKSPACE else canonical.split("/")
-    if len(segments) > MAX_SEGMENTS:
-        raise _invalid(f"path has more than {MAX_SEGMENTS} segments", raw)
+    """Validate and canonicalize one lock path or pattern. Raises PATH_LOCK_INVALID_PATH."""
+    path = workspace_path_normalize(raw, code=INVALID_PATH, case_insensitive=case_insensitive)
     patterns = 0
-    for segment in segments:
-        if segment == "..":
-            raise _invalid("parent traversal is not allowed", raw)
-        _check_segment(segment, raw)
+    for segment in path_segments(path.normalized):
         if _has_glob(segment):
             patterns += 1
             _check_pattern_segment(segment, raw)
     if patterns > MAX_PATTERN_SEGMENTS:
         raise _invalid(f"path has more than {MAX_PATTERN_SEGMENTS} pattern segments", raw)
-    return PathEntry(normalized_path=canonical, display_path=raw, kind=kind)
+    return PathEntry(normalized_path=path.normalized, display_path=path.display, kind=path.kind)
 
 
 def paths_normalize(raw_paths: Any, *, case_insensitive: bool = False) -> list[PathEntry]:
@@ -370,7 +267,7 @@ def _is_globstar(segment: str) -> bool:
 
 
 def _segments(normalized_path: str) -> tuple[str, ...]:
-    return () if normalized_path == WORKSPACE else tuple(normalized_path.split("/"))
+    return tuple(path_segments(normalized_path))
 
 
 def _token_chars(token: tuple[Any, ...]) -> Intervals:

@@ -17,6 +17,7 @@ from django.db.models import Prefetch, QuerySet
 from agentchat.core import clock
 from agentchat.core.errors import AppError
 from agentchat.core.names import is_record_id
+from agentchat.core.paths import safe_text
 from channels_app.models import Channel
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import (
@@ -25,7 +26,6 @@ from locks_app.paths import (
     path_normalize,
     paths_normalize,
     paths_overlap,
-    safe_text,
 )
 
 LOCK_ID_MAX = 64

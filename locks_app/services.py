@@ -24,11 +24,12 @@ from django.db import IntegrityError, transaction
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from agentchat.core.paths import safe_text
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import selectors
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, paths_normalize, safe_text
+from locks_app.paths import PathEntry, paths_normalize
 
 DEFAULT_LEASE_SECONDS = 300.0
 REASON_MAX = 1000
