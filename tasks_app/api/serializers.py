@@ -64,7 +64,7 @@ class TaskCreateInput(TaskInput):
         required=False, help_text="task ids of this channel, at most 1000"
     )
     files_hint = RawStringListField(
-        required=False, help_text="workspace-relative paths, at most 1000"
+        required=False, help_text="workspace-relative paths (the lock path rules), at most 1000"
     )
     acceptance = RawStringListField(
         required=False, help_text=f"non-blank criteria, each {ONE_LINE}; at most 1000"

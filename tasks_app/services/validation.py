@@ -24,8 +24,9 @@ from typing import Any, NoReturn
 
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from agentchat.core.paths import safe_text, workspace_path_normalize
 from agentchat.core.records import expiry_after
-from agentchat.core.validation import field_size_check, text_check
+from agentchat.core.validation import text_check
 from tasks_app import selectors
 
 DEFAULT_LEASE_SECONDS = 300
@@ -77,18 +78,26 @@ def _list_check(value: object, field: str, code: str) -> list[Any]:
 
 
 def workspace_path_check(path: object) -> str:
-    """A files_hint entry: workspace-relative, no drive, no ``:``, no ``..``."""
+    """A files_hint entry, kept as written. First the reference's rule for files_hint
+    (``task_model.validate_workspace_path``, with its code TASK_PATH_OUTSIDE_WORKSPACE): a
+    non-empty string without NUL, workspace-relative (no ``/`` or drive prefix, ``\\`` read
+    as ``/``), no ``:``, no ``..`` segment. Then the workspace path rules that lock paths
+    follow (``agentchat.core.paths``), which the reference does not apply to files_hint, with
+    TASK_INVALID_FILES_HINT: control characters, lone surrogates and bidi overrides,
+    backslashes, percent-escapes (``%2e%2e/x``), segments that Unicode compatibility turns into
+    dots or separators (full-width dots, U+FF0E), Windows reserved names, segments ending in a dot
+    or a space, and the length limits."""
+    shown = safe_text(path)
 
     def outside(reason: str) -> NoReturn:
         raise AppError(
             "TASK_PATH_OUTSIDE_WORKSPACE",
-            f"files_hint path is outside the channel workspace: {path!r} ({reason})",
-            detail={"field": "files_hint", "path": path if isinstance(path, str) else None},
+            f"files_hint path is outside the channel workspace: {shown!r} ({reason})",
+            detail={"field": "files_hint", "path": shown if isinstance(path, str) else None},
         )
 
     if not isinstance(path, str) or not path or "\x00" in path:
         outside("invalid path text")
-    field_size_check("files_hint", path)
     portable = path.replace("\\", "/")
     drive, _ = ntpath.splitdrive(portable)
     if drive or portable.startswith("/"):
@@ -97,6 +106,7 @@ def workspace_path_check(path: object) -> str:
         outside("path names may not contain ':'")
     if ".." in PurePosixPath(portable).parts:
         outside("parent traversal is not allowed")
+    workspace_path_normalize(path, code="TASK_INVALID_FILES_HINT", field="files_hint")
     return path
 
 

@@ -288,3 +288,70 @@ def test_lists_hold_at_most_1000_items(alice, backend, field, item, code):
     assert err["detail"] == {"field": field, "max_items": 1000}
     if item is not None:
         assert len(created(alice, "T", **{field: items[:1000]})[field]) == 1000
+
+
+# --- files_hint: the lock path rules -----------------------------------------------------------
+
+# Refused by the workspace path rules that lock paths follow (the reference would take them).
+BAD_HINTS = [
+    "\uff0e\uff0e/x",  # full-width dots: ".." under NFKC
+    "\u2025/x",  # two-dot leader
+    "a\uff0fb",  # full-width solidus
+    "%2e%2e/x",
+    "src/%41.py",
+    "a\x1bb",
+    "a\tb",
+    "a\x85b",
+    "\u202eevil.py",  # bidi override
+    "CON",
+    "docs/aux.txt",
+    "dir./x",
+    "x ",
+    "a\\b",
+    "x" * 1100,
+    "/".join(["a"] * 200),
+]
+# Refused with the reference's own code for files_hint.
+OUTSIDE_HINTS = ["../x", "a/../../x", "/etc/passwd", "C:\\x", "C:x", "a:b", "", "..\\x", 5, None]
+
+
+@pytest.mark.parametrize("path", BAD_HINTS)
+def test_files_hint_refuses_what_lock_paths_refuse(alice, backend, path):
+    created(alice, "T")
+    with unchanged():
+        err = error(create(alice, "U", files_hint=["ok.py", path]), 400, "TASK_INVALID_FILES_HINT")
+        assert err["detail"]["field"] == "files_hint"
+        assert len(json.dumps(err)) < 2000
+        error(update(alice, "T", files_hint=[path]), 400, "TASK_INVALID_FILES_HINT")
+
+
+@pytest.mark.parametrize("path", OUTSIDE_HINTS)
+def test_files_hint_outside_the_workspace_keeps_the_references_code(alice, backend, path):
+    with unchanged():
+        error(create(alice, "U", files_hint=[path]), 400, "TASK_PATH_OUTSIDE_WORKSPACE")
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("\ud800.py", "TASK_INVALID_FILES_HINT"),
+        ("src/a\udfff", "TASK_INVALID_FILES_HINT"),
+        ("a\x00", "TASK_PATH_OUTSIDE_WORKSPACE"),
+    ],
+)
+def test_files_hint_refuses_lone_surrogates_and_nul_in_services(alice, backend, path, code):
+    with unchanged(), pytest.raises(AppError) as caught:
+        services.task_create(
+            channel=channel_get("backend"),
+            task_id="U",
+            title="x",
+            created_by="alice",
+            files_hint=[path],
+        )
+    assert caught.value.code == code
+    json.dumps(caught.value.detail)
+
+
+def test_files_hint_keeps_valid_paths_as_written(alice, backend):
+    hints = ["./src//a.py", "docs/", "src/\u00e9.py", "report[1].txt", "a b/c.py", "."]
+    assert created(alice, "T", files_hint=hints)["files_hint"] == hints
