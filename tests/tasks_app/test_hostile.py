@@ -136,7 +136,7 @@ def test_services_refuse_lone_surrogates_and_nul_with_the_field_code(
     alice, backend, text, field, shape, code
 ):
     # What the admin, a command or the folder import would hand the service directly.
-    channel = channel_get("backend")
+    channel = channel_get("backend", viewer="alice")
     created(alice, "T")
     with unchanged():
         for call in (
@@ -158,7 +158,7 @@ def test_services_refuse_lone_surrogates_and_nul_with_the_field_code(
 
 @pytest.mark.parametrize("text", [*LONE_SURROGATES, "nul\x00", "a\x1bb"])
 def test_services_refuse_bad_reasons_and_ids(alice, bob, backend, clock, text):
-    channel = channel_get("backend")
+    channel = channel_get("backend", viewer="alice")
     created(alice, "T")
     acted(bob, "T", "claim", {"lease_seconds": 10})
     clock.advance(10)
@@ -342,7 +342,7 @@ def test_files_hint_outside_the_workspace_keeps_the_references_code(alice, backe
 def test_files_hint_refuses_lone_surrogates_and_nul_in_services(alice, backend, path, code):
     with unchanged(), pytest.raises(AppError) as caught:
         services.task_create(
-            channel=channel_get("backend"),
+            channel=channel_get("backend", viewer="alice"),
             task_id="U",
             title="x",
             created_by="alice",

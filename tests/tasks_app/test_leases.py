@@ -620,7 +620,7 @@ def test_lease_history_is_kept(alice, bob, carol, leased, clock):
 
 def force_release(task_id="T", reason="stuck", actor="admin"):
     return services.lease_force_release(
-        channel=channel_get("backend"), task_id=task_id, actor=actor, reason=reason
+        channel=channel_get("backend", viewer="alice"), task_id=task_id, actor=actor, reason=reason
     )
 
 
