@@ -40,3 +40,10 @@ def test_the_maximum_is_a_setting(settings):
     with pytest.raises(AppError):
         duration_check(61, code="LEASE_INVALID_DURATION")
     assert duration_check(60, code="LEASE_INVALID_DURATION") == 60.0
+
+
+def test_an_expiry_past_the_calendar_is_refused_not_a_crash(settings):
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 1e300
+    with pytest.raises(AppError) as info:
+        expiry_after(AT, 1e200, code="LEASE_INVALID_DURATION")
+    assert info.value.code == "LEASE_INVALID_DURATION"

@@ -75,5 +75,14 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
 def expiry_after(
     now: datetime, seconds: Any, *, code: str, field: str = "lease_seconds"
 ) -> datetime:
-    """``now + seconds`` from the precise ``now``. Raises ``code`` (see ``duration_check``)."""
-    return now + timedelta(seconds=duration_check(seconds, code=code, field=field))
+    """``now + seconds`` from the precise ``now``. Raises ``code`` (see ``duration_check``;
+    also when the maximum is set so high that the expiry is past the calendar's end)."""
+    duration = duration_check(seconds, code=code, field=field)
+    try:
+        return now + timedelta(seconds=duration)
+    except (OverflowError, ValueError):
+        raise AppError(
+            code,
+            f"{field} is outside the supported timestamp range",
+            detail={"field": field, "value": duration},
+        ) from None

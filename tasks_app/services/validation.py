@@ -45,16 +45,9 @@ REASON_MAX = 1000
 def lease_expiry(now: datetime, lease_seconds: object) -> datetime:
     """``now`` (precise) + ``lease_seconds``. Raises LEASE_INVALID_DURATION unless
     ``lease_seconds`` is a JSON number (not a bool), finite, > 0 and at most
-    AGENTCHAT_MAX_LEASE_SECONDS (``agentchat.core.records.duration_check``), with an expiry
-    the calendar can hold (only a maximum set beyond it can reach that)."""
-    try:
-        return expiry_after(now, lease_seconds, code="LEASE_INVALID_DURATION")
-    except OverflowError:
-        raise AppError(
-            "LEASE_INVALID_DURATION",
-            "lease duration is outside the supported timestamp range",
-            detail={"field": "lease_seconds"},
-        ) from None
+    AGENTCHAT_MAX_LEASE_SECONDS, with an expiry the calendar can hold
+    (``agentchat.core.records.expiry_after``)."""
+    return expiry_after(now, lease_seconds, code="LEASE_INVALID_DURATION")
 
 
 # --- values --------------------------------------------------------------------------------------

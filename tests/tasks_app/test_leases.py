@@ -317,7 +317,7 @@ def test_a_maximum_beyond_the_calendar_still_answers_a_clean_400(alice, bob, bac
     created(alice, "B")
     with unchanged():
         err = error(act(bob, "A", "claim", {"lease_seconds": 1e12}), 400, "LEASE_INVALID_DURATION")
-    assert err["message"] == "lease duration is outside the supported timestamp range"
+    assert err["message"] == "lease_seconds is outside the supported timestamp range"
     assert acted(bob, "B", "claim", {"lease_seconds": 10**10})["status"] == "in_progress"
 
 
