@@ -223,6 +223,17 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait consumer)
     "APPEND_COMPONENTS": {},
+    # The one choice set of clear_owner / clear_branch in a task update (only true clears).
+    "ENUM_NAME_OVERRIDES": {"ClearFlagEnum": [(True, True)]},
+    # Every operation's error responses from the one error table (agentchat.core.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "agentchat.core.schema.error_responses_hook",
+    ],
+    # The schema and the docs pages are public: they describe the API, no data. A token sent
+    # with them is not even looked at (a revoked one does not turn the docs into a 401).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
 }
 
 LOGGING = {

@@ -53,11 +53,22 @@ class StrictJSONParser(JSONParser):
 # type instead. They raise ValidationError with our code, converted by StrictSerializer.
 
 
+class Documented:
+    """A field that carries the JSON schema of its rules for the OpenAPI document:
+    ``openapi={...}`` (a pattern, bounds, the JSON type of a raw field) is merged into what the
+    field maps to (agentchat.core.schema.DocumentedFieldExtension). Documentation only: the
+    field and the service still judge the value, with their own codes."""
+
+    def __init__(self, *args: Any, openapi: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.openapi = openapi or {}
+        super().__init__(*args, **kwargs)
+
+
 def _type_error(expected: str) -> serializers.ValidationError:
     return serializers.ValidationError(f"must be {expected}", code="INVALID_TYPE")
 
 
-class StrictCharField(serializers.CharField):
+class StrictCharField(Documented, serializers.CharField):
     """A JSON string that is storable text (no lone surrogate, no NUL); with
     ``single_line=True`` also free of line separators and control characters."""
 
@@ -74,40 +85,42 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-class StrictIntegerField(serializers.IntegerField):
+class StrictIntegerField(Documented, serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             raise _type_error("an integer")
         return super().to_internal_value(data)
 
 
-class StrictBooleanField(serializers.BooleanField):
+class StrictBooleanField(Documented, serializers.BooleanField):
     def to_internal_value(self, data: Any) -> bool:
         if not isinstance(data, bool):
             raise _type_error("true or false")
         return data
 
 
-class StrictListField(serializers.ListField):
+class StrictListField(Documented, serializers.ListField):
     def to_internal_value(self, data: Any) -> list[Any]:
         if not isinstance(data, list):
             raise _type_error("a list")
         return super().to_internal_value(data)
 
 
-class StrictDictField(serializers.DictField):
+class StrictDictField(Documented, serializers.DictField):
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise _type_error("an object")
         return super().to_internal_value(data)
 
 
-class RawJSONField(serializers.Field):
+class RawJSONField(Documented, serializers.Field):
     """Any JSON value (null included), passed through unchanged for the service to judge with
-    its own codes (e.g. LEASE_INVALID_DURATION rather than a generic type error)."""
+    its own codes (e.g. LEASE_INVALID_DURATION rather than a generic type error).
+    ``nullable`` only documents whether the service takes null."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, nullable: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("allow_null", True)
+        self.nullable = nullable
         super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> Any:
@@ -117,7 +130,7 @@ class RawJSONField(serializers.Field):
         return value
 
 
-class AnyJSONField(serializers.JSONField):
+class AnyJSONField(Documented, serializers.JSONField):
     """Any JSON value within the field size; its contents are the service's to judge
     (``json_value_check``)."""
 

@@ -28,6 +28,29 @@ _WINDOWS_DEVICES = frozenset(
 )
 
 
+# The same rules as ECMA-262 patterns for the OpenAPI document (agentchat.core.schema; a test
+# checks that they agree with the functions below). ``$`` ends the string there.
+AGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"
+RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+# A record id that is neither reserved nor a device name (with any extension), and does not end
+# with a dot. Device names that are no record id (``conin$``) need no lookahead.
+CHANNEL_NAME_PATTERN = (
+    "^(?!(?:{devices})(?:\\.|$))(?!(?:{reserved})$)"
+    "[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$".format(
+        devices="|".join(
+            _any_case(name) for name in sorted(_WINDOWS_DEVICES) if RECORD_ID_RE.fullmatch(name)
+        ),
+        reserved="|".join(_any_case(name) for name in sorted(_RESERVED_CHANNEL_NAMES)),
+    )
+)
+
+
 def is_agent_name(value: object) -> bool:
     return isinstance(value, str) and AGENT_NAME_RE.fullmatch(value) is not None
 

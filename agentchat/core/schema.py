@@ -1,11 +1,323 @@
-"""OpenAPI additions: the bearer scheme, and the wait long-poll (served by a consumer, so DRF
-cannot see it)."""
+"""The OpenAPI document: the bearer scheme, the error responses of every operation, the
+constraints of every field, and the wait long-poll (served by a consumer, so DRF cannot see it).
+
+**Errors.** An operation declares the codes it raises beyond those every operation can answer
+(``raises("TASK_NOT_FOUND", …)`` as its ``extend_schema(extensions=...)``; the hand-written wait
+carries the same ``x-error-codes`` key). ``error_responses_hook`` (a postprocessing hook) adds
+the common codes, groups the codes by their status in the one error table
+(``agentchat.core.errors.ERRORS``) and writes one response per status: a description listing
+each code with its meaning, and the ``Error`` body with ``code`` restricted to those codes. So
+the statuses, their descriptions and the codes a client may see come from the table and cannot
+drift from it; a code raised but not declared breaks the response schema (schemathesis sees it).
+
+**Constraints.** The patterns below are ECMA-262 regular expressions, as OpenAPI means them,
+anchored with ``^…$`` (without the multiline flag ``$`` is the end of the string: no trailing
+newline). Each is the schema spelling of a rule that lives in ``agentchat.core.validation`` or
+``agentchat.core.names``; ``tests/core/test_schema_patterns.py`` checks that they agree.
+Rules a pattern cannot say (a byte length, Unicode normalization, the state of the database)
+are written in the field's description.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from django.conf import settings
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
+
+from agentchat.core.errors import ERRORS, UndeclaredErrorCode
+from agentchat.core.names import AGENT_NAME_PATTERN, CHANNEL_NAME_PATTERN, RECORD_ID_PATTERN
+from agentchat.core.validation import MAX_INT_DIGITS
+
+# --- patterns ---------------------------------------------------------------------------------
+
+# What a one-line field refuses (validation._NOT_ONE_LINE; lone surrogates cannot be written in
+# a pattern, and the JSON parser refuses them in every string before a view runs).
+_CONTROLS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+# What Python's str.strip() removes, less the controls above: "blank" is these only.
+_SPACES = r" \xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+TEXT_PATTERN = r"^[^\x00]*$"  # any text: every string refuses NUL
+ONE_LINE_PATTERN = rf"^[^{_CONTROLS}]*$"
+NON_BLANK_ONE_LINE_PATTERN = rf"^[^{_CONTROLS}]*[^{_CONTROLS}{_SPACES}][^{_CONTROLS}]*$"
+
+# Lock paths and files_hint (agentchat.core.paths): what a pattern can say of the rules.
+# Refused characters (controls, bidi overrides, backslash, ':'), a leading '/', '..' segments,
+# percent-escapes, segments ending in a dot or a space, and Windows reserved names.
+_PATH_CHARS = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\\:]"
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+_RESERVED_SEGMENT = "(?:{})".format(
+    "|".join(
+        [_any_case(name) for name in ("con", "prn", "aux", "nul")]
+        + [_any_case(base) + "[0-9\u00b9\u00b2\u00b3]" for base in ("com", "lpt")]
+        + [_any_case("conin") + r"\$", _any_case("conout") + r"\$"]
+    )
+)
+WORKSPACE_PATH_PATTERN = (
+    r"^(?!/)"
+    r"(?!(?:.*/)?\.\.(?:/|$))"
+    r"(?!.*%[0-9A-Fa-f]{2})"
+    r"(?!(?:.*/)?(?:[^/]+\.|[^/]* )(?:/|$))"
+    rf"(?!(?:.*/)?{_RESERVED_SEGMENT} *(?:\.[^/]*)?(?:/|$))"
+    rf"{_PATH_CHARS}+$"
+)
+WORKSPACE_PATH_RULES = (
+    "A workspace-relative path with `/` only. Besides the pattern: at most 1024 bytes in UTF-8, "
+    "128 segments and 255 bytes per segment; the same rules hold for the Unicode compatibility "
+    "form (NFKC) of each segment (full-width dots and solidus, the two-dot leader…)."
+)
+
+
+def one_line(*, max_length: int | None = None, non_blank: bool = False) -> dict[str, Any]:
+    """The schema of a one-line string (no line separator or control character)."""
+    schema: dict[str, Any] = {
+        "type": "string",
+        "pattern": NON_BLANK_ONE_LINE_PATTERN if non_blank else ONE_LINE_PATTERN,
+    }
+    if non_blank:
+        schema["minLength"] = 1
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def record_id(max_length: int) -> dict[str, Any]:
+    """``[A-Za-z0-9][A-Za-z0-9._-]*`` (the reference's record ids: task ids, markers…)."""
+    return {"type": "string", "pattern": RECORD_ID_PATTERN, "minLength": 1, "maxLength": max_length}
+
+
+AGENT_NAME = {"type": "string", "pattern": AGENT_NAME_PATTERN, "minLength": 1, "maxLength": 64}
+CHANNEL_NAME = {
+    "type": "string",
+    "pattern": CHANNEL_NAME_PATTERN,
+    "minLength": 1,
+    "maxLength": 64,
+}
+WORKSPACE_PATH = {
+    "type": "string",
+    "pattern": WORKSPACE_PATH_PATTERN,
+    "minLength": 1,
+    "maxLength": 1024,
+}
+
+
+def lease_seconds() -> dict[str, Any]:
+    """A lease or lock duration (agentchat.core.records.duration_check)."""
+    return {
+        "type": "number",
+        "exclusiveMinimum": True,  # OpenAPI 3.0 spelling: > minimum
+        "minimum": 0,
+        "maximum": settings.AGENTCHAT_MAX_LEASE_SECONDS,
+    }
+
+
+# Sizes: a pattern counts characters, the server bytes (UTF-8); a character is at most 4 bytes.
+FIELD_MAX_CHARS = settings.AGENTCHAT_MAX_FIELD_BYTES
+FIELD_BYTES_HELP = (
+    f"at most {settings.AGENTCHAT_MAX_FIELD_BYTES} bytes in UTF-8 (413 FIELD_TOO_LARGE), and the "
+    f"whole request at most {settings.AGENTCHAT_MAX_REQUEST_BYTES} bytes (413 REQUEST_TOO_LARGE)"
+)
+JSON_VALUE_HELP = (
+    "any JSON value: every string and key valid text without NUL, nested at most 64 levels "
+    f"(400 JSON_TOO_DEEP), at most {settings.AGENTCHAT_MAX_FIELD_BYTES} bytes as JSON"
+)
+
+
+def seq() -> dict[str, Any]:
+    """A seq in a query parameter (agentchat.core.validation.int_parse: ASCII digits)."""
+    return {"type": "integer", "minimum": 0, "maximum": 10**MAX_INT_DIGITS - 1}
+
+
+# Path parameters by name, the same in every operation that has them.
+PATH_PARAMETERS: dict[str, dict[str, Any]] = {
+    "name": CHANNEL_NAME,
+    "task_id": record_id(128),
+    "marker": record_id(128),
+    "lock_id": record_id(64),
+}
+
+
+# --- fields -----------------------------------------------------------------------------------
+
+
+class DocumentedFieldExtension(OpenApiSerializerFieldExtension):
+    """Fields of ``agentchat.core.api`` carry the rules of their values: a one-line text field
+    gets the one-line pattern, any text field the no-NUL pattern, and ``openapi={...}`` given to
+    the field is merged last (a pattern, bounds, a type for the raw JSON fields)."""
+
+    target_class = "agentchat.core.api.Documented"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        from agentchat.core.api import RawJSONField, StrictCharField
+
+        field = self.target
+        if isinstance(field, RawJSONField):
+            schema: dict[str, Any] = {}
+        else:
+            schema = auto_schema._map_serializer_field(field, direction, bypass_extensions=True)
+        if isinstance(field, StrictCharField):
+            schema["pattern"] = ONE_LINE_PATTERN if field.single_line else TEXT_PATTERN
+        schema.update(copy.deepcopy(field.openapi))
+        return schema
+
+
+_BLANK = {"type": "string", "maxLength": 0}
+
+
+def _blank_unwrapped(schema: Any) -> Any:
+    """drf-spectacular offers "" beside the pattern of a field that allows blank
+    (``oneOf: [<schema>, {maxLength: 0}]``); our patterns say themselves whether "" is valid,
+    and with a oneOf a "" that both accept would be invalid."""
+    if isinstance(schema, list):
+        return [_blank_unwrapped(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {key: _blank_unwrapped(value) for key, value in schema.items()}
+    one_of = schema.get("oneOf")
+    if isinstance(one_of, list) and len(one_of) == 2 and one_of[1] == _BLANK:
+        del schema["oneOf"]
+        schema.update(one_of[0])
+    return schema
+
+
+class StrictSerializerExtension(OpenApiSerializerExtension):
+    """Input serializers refuse unknown fields (``additionalProperties: false``) and may add
+    rules across their fields as ``openapi_schema`` (``required`` adds to the required ones)."""
+
+    target_class = "agentchat.core.api.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema = _blank_unwrapped(
+            auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        )
+        if "__doc__" not in vars(type(self.target)) or not type(self.target).__doc__:
+            schema.pop("description", None)  # not StrictSerializer's own docstring
+        schema["additionalProperties"] = False
+        from agentchat.core.api import RawJSONField
+
+        for name, field in self.target.fields.items():
+            if isinstance(field, RawJSONField) and not field.nullable:
+                schema["properties"].get(name, {}).pop("nullable", None)
+        for key, value in copy.deepcopy(getattr(self.target, "openapi_schema", {})).items():
+            if key == "required":
+                schema["required"] = sorted({*schema.get("required", []), *value})
+            else:
+                schema[key] = value
+        return schema
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+ERROR_CODES_KEY = "x-error-codes"
+
+# Every operation: authentication, the request's envelope (lane.py, DRF's negotiation), a bug.
+COMMON_CODES = (
+    "INVALID_HOST",
+    "AUTH_REQUIRED",
+    "AUTH_INVALID",
+    "METHOD_NOT_ALLOWED",
+    "NOT_ACCEPTABLE",
+    "REQUEST_TOO_LARGE",
+    "INTERNAL_ERROR",
+)
+# Operations that read a JSON body (the parser runs before the view).
+BODY_CODES = ("INVALID_JSON", "INVALID_TEXT", "JSON_TOO_DEEP", "UNSUPPORTED_MEDIA_TYPE")
+BODY_METHODS = frozenset({"post", "put", "patch"})
+# Operations with path parameters: a part that does not fit the route (a '/' in it) is no route.
+PATH_CODES = ("NOT_FOUND",)
+# Operations on one channel: it does not exist, or the caller may not see it.
+CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def raises(*codes: str) -> dict[str, list[str]]:
+    """The ``extensions`` of an operation's ``extend_schema``: the error codes it raises beyond
+    the common ones. Raises UndeclaredErrorCode (at import) for a code not in the table."""
+    for code in codes:
+        if code not in ERRORS:
+            raise UndeclaredErrorCode(f"error code {code!r} is not declared in the error table")
+    return {ERROR_CODES_KEY: list(codes)}
+
+
+def operation_codes(path: str, method: str, declared: Iterable[str]) -> list[str]:
+    """Every code the operation ``method path`` may answer: the common ones, then its own."""
+    codes = list(COMMON_CODES)
+    if method in BODY_METHODS:
+        codes += BODY_CODES
+    if "{" in path:
+        codes += PATH_CODES
+    if "/channels/{name}/" in path:
+        codes += CHANNEL_CODES
+    codes += declared
+    return list(dict.fromkeys(codes))
+
+
+def error_responses(codes: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """OpenAPI response objects by status for these codes, from the error table."""
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        by_status.setdefault(ERRORS[code].status, []).append(code)
+    responses = {}
+    for status in sorted(by_status):
+        group = by_status[status]
+        responses[str(status)] = {
+            "description": "\n".join(f"- `{code}`: {ERRORS[code].meaning}" for code in group),
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "allOf": [
+                            {"$ref": "#/components/schemas/Error"},
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "error": {
+                                        "type": "object",
+                                        "properties": {"code": {"enum": group}},
+                                    }
+                                },
+                            },
+                        ]
+                    }
+                }
+            },
+        }
+    return responses
+
+
+def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: every operation's error responses and path parameters."""
+    # APPEND_PATHS is merged into the result as is: copy, so the module's dicts stay untouched.
+    result["paths"] = copy.deepcopy(result["paths"])
+    for path, item in result["paths"].items():
+        for method in _HTTP_METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            codes = operation_codes(path, method, operation.get(ERROR_CODES_KEY, []))
+            operation[ERROR_CODES_KEY] = codes
+            responses = {
+                status: response
+                for status, response in operation.get("responses", {}).items()
+                if not status.startswith(("4", "5"))
+            }
+            operation["responses"] = {**responses, **error_responses(codes)}
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
+                    parameter["schema"] = copy.deepcopy(PATH_PARAMETERS[parameter["name"]])
+    return result
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -20,8 +332,6 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
-_ERROR = {"$ref": "#/components/schemas/Error"}
-
 WAIT_PATH = {
     "/api/v1/channels/{name}/wait/": {
         "get": {
@@ -33,6 +343,7 @@ WAIT_PATH = {
                 "`timed_out: true` and the cursor unchanged. Holds no server thread while parked."
             ),
             "tags": ["channels"],
+            "security": [{"bearer": []}],
             "parameters": [
                 {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
                 {
@@ -62,18 +373,8 @@ WAIT_PATH = {
                         }
                     },
                 },
-                **{
-                    status: {
-                        "description": description,
-                        "content": {"application/json": {"schema": _ERROR}},
-                    }
-                    for status, description in (
-                        ("400", "INVALID_TIMEOUT, UNKNOWN_FIELD"),
-                        ("401", "AUTH_REQUIRED, AUTH_INVALID"),
-                        ("404", "CHANNEL_NOT_FOUND"),
-                    )
-                },
             },
+            ERROR_CODES_KEY: ["INVALID_TIMEOUT", "UNKNOWN_FIELD"],
         }
     }
 }
@@ -82,6 +383,7 @@ ERROR_COMPONENT = {
     "schemas": {
         "Error": {
             "type": "object",
+            "description": "Every error: a stable code, a message for people, and details.",
             "properties": {
                 "error": {
                     "type": "object",

@@ -6,8 +6,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+from agentchat.core import schema as openapi
 from agentchat.core.api import (
     AnyJSONField,
+    Documented,
     StrictCharField,
     StrictDictField,
     StrictIntegerField,
@@ -15,10 +17,38 @@ from agentchat.core.api import (
     StrictSerializer,
 )
 from channels_app.models import Channel
-from channels_app.services import MEMBERS_MAX, TOPIC_MAX
+from channels_app.services import (
+    MEMBERS_MAX,
+    MESSAGE_ID_MAX,
+    STATUS_MAX,
+    TITLE_MAX,
+    TOPIC_MAX,
+)
+
+# The codes of the input serializers (agentchat.core.api.StrictSerializer), for raises().
+INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE", "FIELD_TOO_LARGE")
+
+# A recipient named in a list: an agent name, but not a broadcast word.
+_RECIPIENT = r"(?!(?:all)(?: |,|$))[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?"
+_PIECE = rf"(?: *(?:{_RECIPIENT})? *)"
+RECIPIENTS_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "string",
+            "pattern": rf"^(?: *(?:all|\*) *|{_PIECE}(?:,{_PIECE})*)$",
+            "description": "all, *, one agent name, or a comma list of names",
+        },
+        {
+            "type": "array",
+            "items": {**openapi.AGENT_NAME, "pattern": f"^{_RECIPIENT}$"},
+            "description": "agent names; [] is a broadcast",
+        },
+    ],
+    "nullable": True,
+}
 
 
-class RecipientsField(serializers.JSONField):
+class RecipientsField(Documented, serializers.JSONField):
     """``to``: one agent name, a list of names, or all / * / omitted for a broadcast."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -52,12 +82,19 @@ MEMBERS_HELP = (
 
 
 class ChannelCreateInput(StrictSerializer):
-    name = StrictCharField(trim_whitespace=False, allow_blank=True)
+    name = StrictCharField(
+        trim_whitespace=False,
+        allow_blank=True,
+        openapi=openapi.CHANNEL_NAME,
+        help_text="[A-Za-z0-9][A-Za-z0-9._-]*, at most 64, unique ignoring case; not a name a "
+        "synced folder cannot hold (state.md, Windows device names such as CON or nul.txt, a "
+        "trailing dot)",
+    )
     topic = StrictCharField(
         required=False, allow_blank=True, trim_whitespace=False, default="", max_length=TOPIC_MAX
     )
     members = StrictListField(
-        child=StrictCharField(trim_whitespace=False),
+        child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
         required=False,
         default=list,
         max_length=MEMBERS_MAX,
@@ -73,7 +110,7 @@ class ChannelUpdateInput(StrictSerializer):
         required=False, allow_blank=True, trim_whitespace=False, max_length=TOPIC_MAX
     )
     members = StrictListField(
-        child=StrictCharField(trim_whitespace=False),
+        child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
         required=False,
         max_length=MEMBERS_MAX,
         help_text=MEMBERS_HELP,
@@ -99,25 +136,59 @@ class ChannelListOutput(serializers.Serializer):
 
 class MessagePostInput(StrictSerializer):
     id = StrictCharField(
-        single_line=True, required=False, help_text="client id: a retry with it is idempotent"
+        single_line=True,
+        required=False,
+        help_text="client id: a retry with it is idempotent",
+        openapi=openapi.record_id(MESSAGE_ID_MAX),
     )
     # `from` is a Python keyword: declared below.
-    to = RecipientsField(required=False, allow_null=True, default=None)
-    reply_to = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1)
-    status = StrictCharField(single_line=True, required=False, default="discussion")
-    title = StrictCharField(single_line=True, trim_whitespace=False, allow_blank=True)
-    body = StrictCharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    to = RecipientsField(required=False, allow_null=True, default=None, openapi=RECIPIENTS_SCHEMA)
+    reply_to = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
+    )
+    status = StrictCharField(
+        single_line=True,
+        required=False,
+        default="discussion",
+        openapi=openapi.one_line(max_length=STATUS_MAX, non_blank=True),
+    )
+    title = StrictCharField(
+        single_line=True,
+        trim_whitespace=False,
+        allow_blank=True,
+        openapi=openapi.one_line(max_length=TITLE_MAX, non_blank=True),
+    )
+    body = StrictCharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        default="",
+        help_text=openapi.FIELD_BYTES_HELP,
+        openapi={"maxLength": openapi.FIELD_MAX_CHARS},
+    )
     conversation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
     correlation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
-    data = AnyJSONField(required=False, allow_null=True, default=None)
+    data = AnyJSONField(
+        required=False, allow_null=True, default=None, help_text=openapi.JSON_VALUE_HELP
+    )
     content_type = StrictCharField(single_line=True, required=False, default="", max_length=200)
     metadata = StrictDictField(
-        child=StrictCharField(allow_blank=True), required=False, default=dict
+        child=StrictCharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="string values; each key one line (no line separator or control character)",
     )
 
 
 MessagePostInput._declared_fields["from"] = StrictCharField(
-    single_line=True, required=False, help_text="optional; must equal the token's agent"
+    single_line=True,
+    required=False,
+    help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
+    openapi=openapi.AGENT_NAME,
 )
 
 
@@ -156,7 +227,13 @@ class EmptyInput(StrictSerializer):
 
 
 class AckInput(StrictSerializer):
-    seq = StrictIntegerField(required=False, allow_null=True, default=None)
+    seq = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        openapi={"minimum": 0},
+        help_text="at most the channel's last seq (else INVALID_SEQ); null or omitted: the last",
+    )
 
 
 class AckOutput(serializers.Serializer):

@@ -10,7 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
 from channels_app import selectors, services
 from channels_app.api import serializers as s
@@ -57,6 +59,9 @@ class ChannelListCreateApi(APIView):
 
     @extend_schema(
         operation_id="channels_create",
+        extensions=raises(
+            *s.INPUT_CODES, "INVALID_NAME", "CHANNEL_EXISTS", "CHANNEL_MEMBERS_REQUIRED"
+        ),
         request=s.ChannelCreateInput,
         responses={201: s.ChannelOutput},
         summary="Create a channel",
@@ -85,6 +90,7 @@ class ChannelDetailApi(APIView):
 
     @extend_schema(
         operation_id="channels_update",
+        extensions=raises(*s.INPUT_CODES, "INVALID_NAME", "CHANNEL_MEMBERS_REQUIRED"),
         request=s.ChannelUpdateInput,
         responses=s.ChannelOutput,
         summary="Update topic, members or visibility (posts channel.updated when something "
@@ -112,15 +118,18 @@ class MessageListPostApi(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "after", int, description="return messages after this seq (ascending)"
+                "after",
+                openapi.seq(),
+                description="return messages after this seq (ascending)",
             ),
             OpenApiParameter(
                 "limit",
-                int,
+                {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
                 description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
             ),
         ],
         operation_id="messages_peek",
+        extensions=raises("INVALID_SEQ", "INVALID_VALUE"),
         responses=s.MessageListOutput,
         summary="Peek or replay messages; never moves the cursor",
     )
@@ -143,6 +152,9 @@ class MessageListPostApi(APIView):
 
     @extend_schema(
         operation_id="messages_post",
+        extensions=raises(
+            *s.INPUT_CODES, "INVALID_NAME", "SENDER_MISMATCH", "REPLY_TO_NOT_FOUND", "ID_CONFLICT"
+        ),
         request=s.MessagePostInput,
         responses={201: s.MessageOutput, 200: s.MessageOutput},
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
@@ -165,6 +177,7 @@ class ReadApi(APIView):
         request=None,
         responses=s.MessageListOutput,
         operation_id="channels_read",
+        extensions=raises("UNKNOWN_FIELD"),
         summary="Read relevant messages after the cursor and advance it to the channel's max",
     )
     def post(self, request: Request, name: str) -> Response:
@@ -179,6 +192,7 @@ class ReadApi(APIView):
 class AckApi(APIView):
     @extend_schema(
         operation_id="channels_ack",
+        extensions=raises("UNKNOWN_FIELD", "INVALID_TYPE", "INVALID_SEQ"),
         request=s.AckInput,
         responses=s.AckOutput,
         summary="Move the cursor without reading",
@@ -196,6 +210,7 @@ class MarkerClaimApi(APIView):
         request=None,
         responses=s.ClaimOutput,
         operation_id="markers_claim",
+        extensions=raises("UNKNOWN_FIELD", "INVALID_NAME", "MARKER_ALREADY_CLAIMED"),
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
     )
     def post(self, request: Request, name: str, marker: str) -> Response:

@@ -7,29 +7,41 @@ reference's order of checks (state before duration).
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agentchat.core import schema as openapi
 from agentchat.core.api import RawJSONField, StrictSerializer
+from locks_app.paths import MAX_PATHS
+from locks_app.services import REASON_MAX
+
+# The JSON schema of each raw field (documentation: the services judge the values).
+PATHS_SCHEMA = {
+    "type": "array",
+    "items": openapi.WORKSPACE_PATH,
+    "minItems": 1,
+    "maxItems": MAX_PATHS,
+    "description": openapi.WORKSPACE_PATH_RULES,
+}
 
 
-@extend_schema_field({"type": "array", "items": {"type": "string"}, "minItems": 1})
 class PathsField(RawJSONField):
-    pass
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(openapi=PATHS_SCHEMA, **kwargs)
 
 
-@extend_schema_field(OpenApiTypes.NUMBER)
 class LeaseSecondsField(RawJSONField):
-    pass
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(openapi=openapi.lease_seconds(), **kwargs)
 
 
-@extend_schema_field(OpenApiTypes.STR)
 class ReasonField(RawJSONField):
-    pass
+    def __init__(self, **kwargs: object) -> None:
+        schema = openapi.one_line(max_length=REASON_MAX, non_blank=True)
+        super().__init__(openapi=schema, **kwargs)
 
 
 class LockCreateInput(StrictSerializer):
+    openapi_schema = {"required": ["paths"]}
     paths = PathsField(
         required=False,
         default=None,
@@ -41,10 +53,12 @@ class LockCreateInput(StrictSerializer):
 
 
 class LockCheckInput(StrictSerializer):
+    openapi_schema = {"required": ["paths"]}
     paths = PathsField(required=False, default=None)
 
 
 class LockRecoverInput(StrictSerializer):
+    openapi_schema = {"required": ["reason"]}
     reason = ReasonField(required=False, default=None, help_text="non-empty, single line")
     lease_seconds = LeaseSecondsField(required=False, default=300)
 

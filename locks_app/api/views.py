@@ -12,10 +12,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
 from locks_app import selectors, services
 from locks_app.api import serializers as s
+
+# The codes the views raise, in groups the operations share (statuses and meanings come from
+# the error table: agentchat.core.schema).
+PATHS = ("PATH_LOCK_INVALID_PATH",)
+HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
+OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
 
 class LockListCreateApi(APIView):
@@ -30,6 +38,7 @@ class LockListCreateApi(APIView):
 
     @extend_schema(
         operation_id="locks_lock",
+        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_INVALID_DURATION", *HELD),
         request=s.LockCreateInput,
         responses={201: s.LockOutput},
         summary="Lock workspace paths (all or none)",
@@ -47,8 +56,14 @@ class LockListCreateApi(APIView):
 
     @extend_schema(
         operation_id="locks_unlock_by_path",
+        extensions=raises("PATH_LOCK_INVALID_PATH", *OWNED),
         parameters=[
-            OpenApiParameter("path", str, required=True, description="an exact normalized path")
+            OpenApiParameter(
+                "path",
+                openapi.WORKSPACE_PATH,
+                required=True,
+                description="an exact normalized path",
+            )
         ],
         responses=s.LockOutput,
         summary="Unlock the lock holding this exact normalized path (owner only)",
@@ -69,6 +84,7 @@ class LockListCreateApi(APIView):
 class LockCheckApi(APIView):
     @extend_schema(
         operation_id="locks_check",
+        extensions=raises("UNKNOWN_FIELD", *PATHS),
         request=s.LockCheckInput,
         responses=s.LockCheckOutput,
         summary="List the locks (active and expired) overlapping these paths",
@@ -82,7 +98,12 @@ class LockCheckApi(APIView):
 
 
 class LockDetailApi(APIView):
-    @extend_schema(operation_id="locks_show", responses=s.LockOutput, summary="Show a lock record")
+    @extend_schema(
+        operation_id="locks_show",
+        extensions=raises("PATH_LOCK_INVALID_LOCK_ID", "PATH_LOCK_NOT_FOUND"),
+        responses=s.LockOutput,
+        summary="Show a lock record",
+    )
     def get(self, request: Request, name: str, lock_id: str) -> Response:
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
@@ -91,6 +112,7 @@ class LockDetailApi(APIView):
 
     @extend_schema(
         operation_id="locks_unlock",
+        extensions=raises("PATH_LOCK_INVALID_LOCK_ID", *OWNED),
         responses=s.LockOutput,
         summary="Unlock (owner only, even when expired)",
     )
@@ -103,6 +125,15 @@ class LockDetailApi(APIView):
 class LockRecoverApi(APIView):
     @extend_schema(
         operation_id="locks_recover",
+        extensions=raises(
+            "UNKNOWN_FIELD",
+            "PATH_LOCK_INVALID_LOCK_ID",
+            "PATH_LOCK_NOT_FOUND",
+            "PATH_LOCK_INVALID_REASON",
+            "PATH_LOCK_INVALID_DURATION",
+            "PATH_LOCK_NOT_STALE",
+            *HELD,
+        ),
         request=s.LockRecoverInput,
         responses=s.LockOutput,
         summary="Take over an expired lock (the caller becomes its owner)",

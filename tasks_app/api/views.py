@@ -4,29 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
+from tasks_app.selectors import STATUSES
 
 TAG = ["tasks"]
 
 
-def _errors(description: str, *statuses: int) -> dict[int, OpenApiResponse]:
-    return {
-        status: OpenApiResponse(s.TaskErrorOutput, description=description) for status in statuses
-    }
-
-
-NOT_FOUND = "CHANNEL_NOT_FOUND, TASK_NOT_FOUND"
-BAD_ID = "TASK_INVALID_ID (a malformed id in the path)"
-LEASE_404 = NOT_FOUND + ", LEASE_NOT_FOUND"
+# The codes the views raise, in groups the operations share (statuses and meanings come from
+# the error table: agentchat.core.schema).
+TASK = ("TASK_INVALID_ID", "TASK_NOT_FOUND", "TASK_CONFLICT")  # a task named in the path
+INPUT = ("TASK_UNKNOWN_FIELD", "TASK_REQUIRED_FIELD_MISSING")
+LEASE_INPUT = ("LEASE_UNKNOWN_FIELD", "LEASE_REQUIRED_FIELD_MISSING")
+VALUES = (
+    "TASK_INVALID_TITLE",
+    "TASK_INVALID_OWNER",
+    "TASK_INVALID_BRANCH",
+    "TASK_INVALID_DEPENDS_ON",
+    "TASK_INVALID_DEPENDENCY_ID",
+    "TASK_DUPLICATE_DEPENDENCY",
+    "TASK_INVALID_FILES_HINT",
+    "TASK_PATH_OUTSIDE_WORKSPACE",
+    "TASK_INVALID_ACCEPTANCE",
+    "TASK_UNKNOWN_DEPENDENCY",
+    "FIELD_TOO_LARGE",
+)
+# A leased task: only its owner acts, an expired lease is recovered first.
+LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANSITION")
 
 
 def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
@@ -39,14 +53,15 @@ class TaskListCreateApi(APIView):
         operation_id="task_list",
         summary="List a channel's tasks with readiness",
         parameters=[
-            OpenApiParameter("status", str, description="only tasks in this status"),
-            OpenApiParameter("owner", str, description="only tasks of this owner"),
+            OpenApiParameter(
+                "status",
+                {"type": "string", "enum": list(STATUSES)},
+                description="only tasks in this status",
+            ),
+            OpenApiParameter("owner", openapi.AGENT_NAME, description="only tasks of this owner"),
         ],
-        responses={
-            200: s.TaskListOutput,
-            **_errors("TASK_INVALID_STATUS", 400),
-            **_errors("CHANNEL_NOT_FOUND", 404),
-        },
+        responses=s.TaskListOutput,
+        extensions=raises("TASK_INVALID_STATUS", "TASK_INVALID_OWNER"),
     )
     def get(self, request: Request, name: str) -> Response:
         channel = channel_get(name, viewer=request.user.name)
@@ -62,19 +77,15 @@ class TaskListCreateApi(APIView):
         operation_id="task_create",
         summary="Create an open task (posts task.created)",
         request=s.TaskCreateInput,
-        responses={
-            201: s.TaskOutput,
-            **_errors(
-                "TASK_INVALID_ID, TASK_INVALID_TITLE, TASK_INVALID_OWNER, TASK_INVALID_BRANCH, "
-                "TASK_INVALID_DEPENDS_ON, TASK_INVALID_DEPENDENCY_ID, TASK_DUPLICATE_DEPENDENCY, "
-                "TASK_INVALID_FILES_HINT, TASK_PATH_OUTSIDE_WORKSPACE, TASK_INVALID_ACCEPTANCE, "
-                "TASK_UNKNOWN_DEPENDENCY, TASK_UNKNOWN_FIELD, TASK_REQUIRED_FIELD_MISSING",
-                400,
-            ),
-            **_errors("SENDER_MISMATCH (created_by is not the caller)", 403),
-            **_errors("CHANNEL_NOT_FOUND", 404),
-            **_errors("TASK_ALREADY_EXISTS, TASK_DEPENDENCY_CYCLE", 409),
-        },
+        responses={201: s.TaskOutput},
+        extensions=raises(
+            *INPUT,
+            "TASK_INVALID_ID",
+            *VALUES,
+            "SENDER_MISMATCH",
+            "TASK_ALREADY_EXISTS",
+            "TASK_DEPENDENCY_CYCLE",
+        ),
     )
     def post(self, request: Request, name: str) -> Response:
         data = s.TaskCreateInput.validate_input(request.data)
@@ -97,7 +108,8 @@ class TaskDetailApi(APIView):
         tags=TAG,
         operation_id="task_show",
         summary="Show a task with its lease and readiness",
-        responses={200: s.TaskOutput, **_errors(BAD_ID, 400), **_errors(NOT_FOUND, 404)},
+        responses=s.TaskOutput,
+        extensions=raises("TASK_INVALID_ID", "TASK_NOT_FOUND"),
     )
     def get(self, request: Request, name: str, task_id: str) -> Response:
         return _task_response(
@@ -110,21 +122,18 @@ class TaskDetailApi(APIView):
         summary="Update a task (posts task.updated; a leased task only by its owner, never its "
         "owner or status)",
         request=s.TaskUpdateInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors(
-                "TASK_INVALID_UPDATE, TASK_INVALID_STATUS, the value codes of create, "
-                "TASK_UNKNOWN_DEPENDENCY, TASK_UNKNOWN_FIELD, " + BAD_ID,
-                400,
-            ),
-            **_errors("LEASE_OWNER_MISMATCH", 403),
-            **_errors(NOT_FOUND, 404),
-            **_errors(
-                "TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY, TASK_DEPENDENCY_CYCLE, "
-                "LEASE_RECOVERY_REQUIRED, LEASE_MUTATION_REQUIRED",
-                409,
-            ),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(
+            *INPUT,
+            *TASK,
+            *VALUES,
+            *LEASED,
+            "TASK_INVALID_UPDATE",
+            "TASK_INVALID_STATUS",
+            "TASK_DEPENDENCY_NOT_READY",
+            "TASK_DEPENDENCY_CYCLE",
+            "LEASE_MUTATION_REQUIRED",
+        ),
     )
     def patch(self, request: Request, name: str, task_id: str) -> Response:
         data = s.TaskUpdateInput.validate_input(request.data)
@@ -135,26 +144,22 @@ class TaskDetailApi(APIView):
         return _task_response(task)
 
 
-LEASE_409 = "LEASE_RECOVERY_REQUIRED (expired), TASK_INVALID_TRANSITION"
-
-
 class TaskClaimApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="task_claim",
         summary="Claim a ready task under a lease (posts lease.claimed)",
         request=s.LeaseDurationInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors("LEASE_INVALID_DURATION, LEASE_UNKNOWN_FIELD, " + BAD_ID, 400),
-            **_errors(NOT_FOUND, 404),
-            **_errors(
-                "LEASE_CONFLICT (leased, or assigned to another agent), "
-                "LEASE_RECOVERY_REQUIRED (an expired lease is never taken over), "
-                "TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY",
-                409,
-            ),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT,
+            *TASK,
+            "LEASE_INVALID_DURATION",
+            "LEASE_CONFLICT",
+            "LEASE_RECOVERY_REQUIRED",
+            "TASK_INVALID_TRANSITION",
+            "TASK_DEPENDENCY_NOT_READY",
+        ),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
@@ -173,13 +178,10 @@ class TaskRenewApi(APIView):
         operation_id="task_renew",
         summary="Renew the caller's unexpired lease (posts lease.renewed)",
         request=s.LeaseDurationInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors("LEASE_INVALID_DURATION, LEASE_UNKNOWN_FIELD, " + BAD_ID, 400),
-            **_errors("LEASE_OWNER_MISMATCH", 403),
-            **_errors(LEASE_404, 404),
-            **_errors(LEASE_409, 409),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
+        ),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
@@ -199,13 +201,8 @@ class TaskDoneApi(APIView):
         summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
         "in_progress -> done (task.updated, lease_fallback complete)",
         request=s.LeaseEmptyInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors("LEASE_UNKNOWN_FIELD, " + BAD_ID, 400),
-            **_errors("LEASE_OWNER_MISMATCH", 403),
-            **_errors(NOT_FOUND, 404),
-            **_errors(LEASE_409 + ", TASK_DEPENDENCY_NOT_READY", 409),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, "TASK_DEPENDENCY_NOT_READY"),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
@@ -223,13 +220,8 @@ class TaskBlockApi(APIView):
         operation_id="task_block",
         summary="Block a task (posts task.updated); a leased task cannot be blocked",
         request=s.TaskBlockInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors("TASK_UNKNOWN_FIELD, " + BAD_ID, 400),
-            **_errors("LEASE_OWNER_MISMATCH", 403),
-            **_errors(NOT_FOUND, 404),
-            **_errors(LEASE_409 + ", LEASE_MUTATION_REQUIRED", 409),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(*INPUT, *TASK, *LEASED, "LEASE_MUTATION_REQUIRED"),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.TaskBlockInput.validate_input(request.data)
@@ -248,13 +240,8 @@ class TaskReleaseApi(APIView):
         summary="Release a task to open: clears the caller's lease (lease.released), or a "
         "plain transition (task.updated, lease_fallback release)",
         request=s.LeaseEmptyInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors("LEASE_UNKNOWN_FIELD, " + BAD_ID, 400),
-            **_errors("LEASE_OWNER_MISMATCH", 403),
-            **_errors(NOT_FOUND, 404),
-            **_errors(LEASE_409, 409),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
@@ -272,16 +259,18 @@ class TaskRecoverApi(APIView):
         operation_id="task_recover",
         summary="Recover an expired lease: the caller becomes the owner (posts lease.recovered)",
         request=s.LeaseRecoverInput,
-        responses={
-            200: s.TaskOutput,
-            **_errors(
-                "LEASE_INVALID_REASON, LEASE_INVALID_DURATION, LEASE_INVALID_OWNER, "
-                "LEASE_UNKNOWN_FIELD, " + BAD_ID,
-                400,
-            ),
-            **_errors(LEASE_404, 404),
-            **_errors("LEASE_NOT_EXPIRED, TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY", 409),
-        },
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT,
+            *TASK,
+            "LEASE_INVALID_REASON",
+            "LEASE_INVALID_DURATION",
+            "LEASE_INVALID_OWNER",
+            "LEASE_NOT_FOUND",
+            "LEASE_NOT_EXPIRED",
+            "TASK_INVALID_TRANSITION",
+            "TASK_DEPENDENCY_NOT_READY",
+        ),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseRecoverInput.validate_input(request.data)
@@ -302,11 +291,8 @@ class TaskRecoverPendingApi(APIView):
         summary="Always 409 LEASE_TRANSACTION_NOT_FOUND: mutations commit with their audit "
         "message in one transaction, so nothing is ever pending",
         request=s.RecoverPendingInput,
-        responses={
-            **_errors("LEASE_UNKNOWN_FIELD", 400),
-            **_errors("CHANNEL_NOT_FOUND", 404),
-            **_errors("LEASE_TRANSACTION_NOT_FOUND", 409),
-        },
+        responses={},
+        extensions=raises(*LEASE_INPUT, "LEASE_TRANSACTION_NOT_FOUND"),
     )
     def post(self, request: Request, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
