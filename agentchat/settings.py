@@ -180,7 +180,8 @@ AGENTCHAT_MAX_FIELD_BYTES = 512 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTCHAT_MAX_REQUEST_BYTES
 # Upper bound for GET …/wait/?timeout=; the reference CLI defaults to 900 s.
 AGENTCHAT_WAIT_MAX_TIMEOUT = float(os.environ.get("AGENTCHAT_WAIT_MAX_TIMEOUT", "900"))
-AGENTCHAT_WAIT_DEFAULT_TIMEOUT = 60.0
+# A wait without ?timeout= waits this long, never longer than the maximum allows.
+AGENTCHAT_WAIT_DEFAULT_TIMEOUT = min(60.0, AGENTCHAT_WAIT_MAX_TIMEOUT)
 # How often a websocket stream checks the database for a message whose ring was lost.
 AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
 # Threads that run database work for the API lane and the consumers (each keeps its SQLite

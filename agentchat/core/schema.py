@@ -297,6 +297,19 @@ def error_responses(codes: Iterable[str]) -> dict[str, dict[str, Any]]:
     return responses
 
 
+def _body_required(operation: dict[str, Any], components: dict[str, Any]) -> None:
+    """A body whose schema requires something is required (drf-spectacular leaves the body of
+    a PATCH optional; an empty body is the object ``{}`` to the server)."""
+    body = operation.get("requestBody")
+    if body is None:
+        return
+    for media in body.get("content", {}).values():
+        ref = media.get("schema", {}).get("$ref", "")
+        component = components.get(ref.rsplit("/", 1)[-1], {})
+        if component.get("required") or component.get("anyOf"):
+            body["required"] = True
+
+
 def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Postprocessing hook: every operation's error responses and path parameters."""
     # APPEND_PATHS is merged into the result as is: copy, so the module's dicts stay untouched.
@@ -314,6 +327,7 @@ def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
                 if not status.startswith(("4", "5"))
             }
             operation["responses"] = {**responses, **error_responses(codes)}
+            _body_required(operation, result["components"].get("schemas", {}))
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") == "path" and parameter["name"] in PATH_PARAMETERS:
                     parameter["schema"] = copy.deepcopy(PATH_PARAMETERS[parameter["name"]])
@@ -349,7 +363,12 @@ WAIT_PATH = {
                 {
                     "name": "timeout",
                     "in": "query",
-                    "schema": {"type": "number", "minimum": 0, "default": 60},
+                    "schema": {
+                        "type": "number",
+                        "minimum": 0,
+                        "maximum": settings.AGENTCHAT_WAIT_MAX_TIMEOUT,
+                        "default": settings.AGENTCHAT_WAIT_DEFAULT_TIMEOUT,
+                    },
                     "description": "seconds; at most AGENTCHAT_WAIT_MAX_TIMEOUT (900)",
                 },
             ],

@@ -208,7 +208,7 @@ class AckApi(APIView):
 class MarkerClaimApi(APIView):
     @extend_schema(
         request=None,
-        responses=s.ClaimOutput,
+        responses={201: s.ClaimOutput},
         operation_id="markers_claim",
         extensions=raises("UNKNOWN_FIELD", "INVALID_NAME", "MARKER_ALREADY_CLAIMED"),
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",

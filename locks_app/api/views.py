@@ -65,7 +65,7 @@ class LockListCreateApi(APIView):
                 description="an exact normalized path",
             )
         ],
-        responses=s.LockOutput,
+        responses={200: s.LockOutput},
         summary="Unlock the lock holding this exact normalized path (owner only)",
     )
     def delete(self, request: Request, name: str) -> Response:
@@ -84,7 +84,7 @@ class LockListCreateApi(APIView):
 class LockCheckApi(APIView):
     @extend_schema(
         operation_id="locks_check",
-        extensions=raises("UNKNOWN_FIELD", *PATHS),
+        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_CONFLICT"),
         request=s.LockCheckInput,
         responses=s.LockCheckOutput,
         summary="List the locks (active and expired) overlapping these paths",
@@ -113,7 +113,7 @@ class LockDetailApi(APIView):
     @extend_schema(
         operation_id="locks_unlock",
         extensions=raises("PATH_LOCK_INVALID_LOCK_ID", *OWNED),
-        responses=s.LockOutput,
+        responses={200: s.LockOutput},
         summary="Unlock (owner only, even when expired)",
     )
     def delete(self, request: Request, name: str, lock_id: str) -> Response:
