@@ -228,7 +228,9 @@ def int_parse(
     return value
 
 
-_DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?")
+# A JSON number without a sign, in ASCII: what a client's float prints (0.2754364421974968,
+# 1e-05) is a number too. Bounded in length, so float() has little to do.
+_DECIMAL = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,20})?(?:[eE][+-]?[0-9]{1,3})?")
 
 
 def number_parse(
@@ -240,13 +242,19 @@ def number_parse(
     maximum: float | None = None,
     default: float | None = None,
 ) -> float | None:
-    """A decimal number of seconds and the like, written ``12`` or ``12.5`` in ASCII digits
-    (``float()`` would also take ``١٢``, ``1_0``, ``nan`` and surrounding spaces), within
-    [minimum, maximum]; ``default`` when ``raw`` is None or empty. Raises ``code``."""
+    """A number of seconds and the like, written as a JSON number without a sign in ASCII
+    (``12``, ``12.5``, ``1e-05``; ``float()`` would also take ``١٢``, ``1_0``, ``nan`` and
+    surrounding spaces), finite, within [minimum, maximum]; ``default`` when ``raw`` is None or
+    empty. Raises ``code``."""
     if raw is None or raw == "":
         return default
     value = float(raw) if _DECIMAL.fullmatch(raw) else None
-    if value is None or value < minimum or (maximum is not None and value > maximum):
+    if (
+        value is None
+        or not math.isfinite(value)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
         bound = f" and at most {maximum:g}" if maximum is not None else ""
         raise AppError(
             code,

@@ -112,6 +112,8 @@ def main(argv: list[str]) -> int:
             }
             command = [
                 str(Path(sys.executable).with_name("st")),
+                "--config-file",
+                str(Path(__file__).with_name("schemathesis.toml")),
                 "run",
                 f"{server.url}/api/v1/schema/?format=json",
                 "--url",
