@@ -56,7 +56,7 @@ class PathLock(models.Model):
 class PathLockEntry(models.Model):
     """One path of a lock. ``channel`` repeats the lock's channel so that the database itself
     refuses two locks on the same normalized path of a channel (a backstop: overlap is decided
-    by ``locks_app.paths`` under the channel's write serialization)."""
+    by ``locks_app.globs`` under the channel's write serialization)."""
 
     class Kind(models.TextChoices):
         FILE = "file", "file"

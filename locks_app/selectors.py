@@ -19,14 +19,9 @@ from agentchat.core.errors import AppError
 from agentchat.core.names import is_record_id
 from agentchat.core.paths import safe_text
 from channels_app.models import Channel
+from locks_app.globs import paths_overlap
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import (
-    PathEntry,
-    match_key,
-    path_normalize,
-    paths_normalize,
-    paths_overlap,
-)
+from locks_app.paths import PathEntry, match_key, path_normalize, paths_normalize
 
 LOCK_ID_MAX = 64
 

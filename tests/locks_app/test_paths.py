@@ -1,4 +1,4 @@
-"""Path normalization and overlap, as pure functions (locks_app.paths)."""
+"""Path normalization and overlap, as pure functions (locks_app.paths, locks_app.globs)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentchat.core.errors import AppError
-from locks_app.paths import (
-    MAX_PATHS,
-    path_covers,
-    path_normalize,
-    paths_normalize,
-    paths_overlap,
-    segment_matches,
-)
+from locks_app.globs import path_covers, paths_overlap, segment_matches
+from locks_app.paths import MAX_PATHS, path_normalize, paths_normalize
 from tests.core.test_paths import INVALID as REFUSED
 from tests.core.test_paths import WORKSPACE_PATH_TABLE
 
