@@ -9,13 +9,26 @@ any other. With case folding on, a pattern is folded like any path and then inte
 
 An entry *covers* every path it matches and everything below those paths. Two entries overlap
 when some path is covered by both; for two concrete paths that is the reference rule (equal,
-one a ``/``-prefix of the other, or either is ``.``). The test runs the two entries' automata
-together (segments, and characters inside two pattern segments), so it is exact — for a
-pattern against a concrete path always, and for two patterns unless a pair of pattern segments
-is too big to compare (``MAX_INTERSECTION_STATES``), which then counts as overlapping. Paths
-range over non-empty segments without ``/``, so a pattern that can only match an unlockable
-name (``[.]``) still counts as matching it. A false conflict can arise only in these two
-cases; a conflict is never missed. Matching is linear in the name (no backtracking).
+one a ``/``-prefix of the other, or either is ``.``). The test is exact. Paths range over
+non-empty segments without ``/``, so a pattern that can only match an unlockable name
+(``[.]``) still counts as matching it: the only kind of false conflict; a conflict is never
+missed.
+
+Cost (issue 8 item 4: 64 patterns such as ``*a*b*…*p*x1q`` once took 7.7 s on the only
+database thread). Every step here is polynomial with a small constant, and a request pays for
+its steps from a ``WorkBudget``:
+
+* Two entries are walked segment by segment in lockstep: the first ``**`` on either side, or
+  the end of either side, means they overlap (the ``**`` absorbs the other side's rest, each
+  segment pattern matching some name), and a pair of segments with no common name means they
+  do not. So at most ``min(len)`` segment pairs are compared.
+* A segment pattern against a name runs as a bit-parallel NFA (shift-and): linear in the name.
+* Two segment patterns are intersected bit-parallel too: the set of one pattern's positions is
+  carried through the other's tokens (a ``*`` of the other takes the set to every position from
+  its lowest on, since each token matches some character), so the cost is the second
+  pattern's length times a mask computation, with no state explosion.
+* A path may hold at most ``MAX_PATTERN_WILDCARDS`` wildcards (``*`` runs, ``?``, classes,
+  ``**`` segments); more is refused with PATH_LOCK_PATTERN_TOO_COMPLEX.
 
 A literal name containing glob characters is locked by escaping each of them as a one-member
 class: ``report[[]1].txt`` names ``report[1].txt``, ``what[?].md`` names ``what?.md``,
@@ -32,18 +45,59 @@ from agentchat.core.errors import AppError
 from agentchat.core.paths import WORKSPACE, path_segments, safe_text
 
 INVALID_PATH = "PATH_LOCK_INVALID_PATH"
+TOO_COMPLEX = "PATH_LOCK_PATTERN_TOO_COMPLEX"
 MAX_PATTERN_SEGMENT_CHARS = 128
-# Two pattern segments whose product automaton would have more states than this are judged to
-# intersect without looking (a false conflict is allowed between patterns, a miss never).
-MAX_INTERSECTION_STATES = 4096
+MAX_PATTERN_WILDCARDS = 16
+# Steps of comparison one request may spend. A step took 0.3-1.3 µs on this project's 2-core
+# machine (bench: shift-and runs over long names at the low end, class-heavy intersections at
+# the high end), so a request spends at most ~65 ms of CPU here. 64 concrete paths cost ~2,000
+# steps among themselves and none against the candidates; a leading-wildcard pattern such as
+# "*.md" checked against 10,000 held paths in 100 folders ~20,000; crafted patterns run out.
+MAX_REQUEST_WORK = 50_000
 
-_GLOB_CHARS = frozenset("*?[")
 _MAX_CODEPOINT = 0x10FFFF
 _SLASH = ord("/")
 
 
 def _invalid(message: str, path: Any) -> AppError:
     return AppError(INVALID_PATH, message, detail={"path": safe_text(path)})
+
+
+class WorkBudget:
+    """The comparison steps one request may still spend; past the limit the request is
+    refused with PATH_LOCK_PATTERN_TOO_COMPLEX. Costs are nominal (what the comparison takes
+    uncompiled), so whether a request passes never depends on the process's caches; only on
+    the request and what is held. A pair of segments compared once in a request is looked up
+    in ``memo`` the next time (one step): many held paths share their first segments."""
+
+    __slots__ = ("left", "limit", "memo")
+
+    def __init__(self, limit: int = MAX_REQUEST_WORK) -> None:
+        self.limit = limit
+        self.left = limit
+        self.memo: dict[tuple[str, str], bool] | None = {}
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise AppError(
+                TOO_COMPLEX,
+                "comparing these paths with each other and with the locks held takes too much "
+                "work: use fewer or more specific glob patterns",
+                detail={"work_limit": self.limit},
+            )
+
+
+class _Unbounded(WorkBudget):
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.memo = None  # shared by every caller: it would only grow
+
+    def spend(self, steps: int) -> None:
+        return None
+
+
+UNBOUNDED = _Unbounded()
 
 
 # A segment is parsed into tokens: ("lit", char), ("any",), ("star",) or ("set", intervals)
@@ -54,14 +108,39 @@ Intervals = tuple[tuple[int, int], ...]
 _UNIVERSE: Intervals = ((0, _MAX_CODEPOINT),)
 
 
+def _maybe_glob(text: str) -> bool:
+    return "*" in text or "?" in text or "[" in text
+
+
 def has_glob(segment: str) -> bool:
-    return any(char in _GLOB_CHARS for char in segment) and any(
-        token[0] != "lit" for token in _tokens(segment)
-    )
+    return _maybe_glob(segment) and any(token[0] != "lit" for token in _tokens(segment))
 
 
 def is_pattern(normalized_path: str) -> bool:
-    return any(has_glob(segment) for segment in _segments(normalized_path))
+    return any(has_glob(segment) for segment in path_segments(normalized_path))
+
+
+def wildcard_count(normalized_path: str) -> int:
+    """``*`` runs, ``?``, classes and ``**`` segments of a normalized path."""
+    count = 0
+    for segment in path_segments(normalized_path):
+        if _is_globstar(segment):
+            count += 1
+        elif has_glob(segment):
+            count += sum(token[0] != "lit" for token in _tokens(segment))
+    return count
+
+
+def literal_anchor(normalized_path: str) -> str:
+    """The segments before the first pattern segment (``.`` when there are none): every path
+    an entry matches lies at or below its anchor, so two entries can overlap only when one's
+    anchor is an ancestor of, or equal to, the other's. A concrete path is its own anchor."""
+    anchor: list[str] = []
+    for segment in path_segments(normalized_path):
+        if _is_globstar(segment) or has_glob(segment):
+            break
+        anchor.append(segment)
+    return "/".join(anchor) or WORKSPACE
 
 
 def _merge(intervals: Iterable[tuple[int, int]]) -> Intervals:
@@ -151,6 +230,10 @@ def _parse_class(segment: str, start: int) -> tuple[Intervals, int, str | None] 
     members: list[tuple[int, int]] = []
     problem: str | None = None
     first = True
+    # The class ends at the first "]" after its first member (a range never ends in "]"), so
+    # an unclosed "[" is found with one scan and tokenizing stays linear in the segment.
+    if j >= len(segment) or segment.find("]", j + 1) < 0:
+        return None
     while j < len(segment):
         char = segment[j]
         if char == "]" and not first:
@@ -188,19 +271,6 @@ def _is_globstar(segment: str) -> bool:
     return len(segment) >= 2 and set(segment) == {"*"}
 
 
-def _segments(normalized_path: str) -> tuple[str, ...]:
-    return tuple(path_segments(normalized_path))
-
-
-def _token_chars(token: tuple[Any, ...]) -> Intervals:
-    kind = token[0]
-    if kind == "lit":
-        return ((ord(token[1]), ord(token[1])),)
-    if kind == "set":
-        return token[1]
-    return _UNIVERSE  # "any" and "star" consume any one character
-
-
 def _char_in(intervals: Intervals, code: int) -> bool:
     low_index, high_index = 0, len(intervals)
     while low_index < high_index:
@@ -215,136 +285,212 @@ def _char_in(intervals: Intervals, code: int) -> bool:
     return False
 
 
-class _Matcher:
-    """A segment pattern run as a bit-parallel NFA (shift-and): linear in the name's length,
-    whatever the pattern (no backtracking, so no catastrophic cases)."""
+class _Segment:
+    """One segment, compiled. A pattern's token positions are bits: ``stars`` marks the
+    ``*`` tokens, bit ``len(tokens)`` is acceptance; ``lit_masks`` maps a character to the
+    positions of literal tokens equal to it, ``any_mask`` holds the ``?`` positions and
+    ``classes`` the (bit, intervals) of each class."""
 
-    def __init__(self, segment: str) -> None:
-        self.tokens = _tokens(segment)
+    __slots__ = (
+        "accept",
+        "any_mask",
+        "classes",
+        "globstar",
+        "head",
+        "lit_masks",
+        "literal",
+        "masks",
+        "stars",
+        "tail",
+        "text",
+        "tokens",
+    )
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.globstar = _is_globstar(text)
+        self.literal = not self.globstar and not has_glob(text)
+        self.tokens: tuple[tuple[Any, ...], ...] = () if self.literal else _tokens(text)
         self.stars = 0
+        self.any_mask = 0
+        self.lit_masks: dict[str, int] = {}
+        self.classes: list[tuple[int, Intervals]] = []
         for position, token in enumerate(self.tokens):
+            bit = 1 << position
             if token[0] == "star":
-                self.stars |= 1 << position
+                self.stars |= bit
+            elif token[0] == "any":
+                self.any_mask |= bit
+            elif token[0] == "set":
+                self.classes.append((bit, token[1]))
+            else:
+                self.lit_masks[token[1]] = self.lit_masks.get(token[1], 0) | bit
         self.accept = 1 << len(self.tokens)
+        self.head = _literal_run(self.tokens)
+        self.tail = _literal_run(reversed(self.tokens))[::-1]
         self.masks: dict[str, int] = {}
 
     def _closure(self, state: int) -> int:
         # Consecutive stars are merged when parsing, so one step reaches past every star.
         return state | ((state & self.stars) << 1)
 
-    def _mask(self, char: str) -> int:
+    def char_mask(self, char: str) -> int:
+        """The non-star positions whose token accepts ``char``."""
         mask = self.masks.get(char)
         if mask is None:
-            mask = 0
-            for position, token in enumerate(self.tokens):
-                if token[0] != "star" and _char_in(_token_chars(token), ord(char)):
-                    mask |= 1 << position
+            mask = self.lit_masks.get(char, 0) | self.any_mask
+            code = ord(char)
+            for bit, intervals in self.classes:
+                if _char_in(intervals, code):
+                    mask |= bit
             if len(self.masks) < 512:
                 self.masks[char] = mask
+        return mask
+
+    def set_mask(self, intervals: Intervals) -> int:
+        """The non-star positions whose token shares a segment character with ``intervals``
+        (validation made every class hold one, so each ``?`` does)."""
+        mask = self.any_mask
+        for char, bits in self.lit_masks.items():
+            if _char_in(intervals, ord(char)):
+                mask |= bits
+        for bit, own in self.classes:
+            if _has_segment_char(_intersect(own, intervals)):
+                mask |= bit
         return mask
 
     def matches(self, name: str) -> bool:
         state = self._closure(1)
         for char in name:
-            state = self._closure(
-                ((state & ~self.stars & self._mask(char)) << 1) | (state & self.stars)
-            )
+            state = self._closure(((state & self.char_mask(char)) << 1) | (state & self.stars))
             if not state:
                 return False
         return bool(state & self.accept)
 
+    def match_cost(self, name: str) -> int:
+        return 1 + len(name)
 
-@lru_cache(maxsize=4096)
-def _matcher(segment: str) -> _Matcher:
-    return _Matcher(segment)
+    def intersects(self, other: _Segment) -> bool:
+        """Whether two segment patterns share a name. The set of this pattern's positions
+        reachable together with ``other``'s position is carried through ``other``'s tokens;
+        sharing only "" would need both to be all stars, which share every name as well."""
+        everything = (self.accept << 1) - 1
+        state = self._closure(1)
+        for token in other.tokens:
+            kind = token[0]
+            if kind == "star":
+                # Any run of characters: every position from the lowest reachable one on.
+                state = everything & ~((state & -state) - 1)
+                continue
+            if kind == "lit":
+                mask = self.char_mask(token[1])
+            elif kind == "any":
+                mask = (everything >> 1) & ~self.stars
+            else:
+                mask = self.set_mask(token[1])
+            state = self._closure(((state & mask) << 1) | (state & self.stars))
+            if not state:
+                return False
+        return bool(state & self.accept)
+
+    def intersect_cost(self, other: _Segment) -> int:
+        per_token = 1 + len(self.classes)
+        per_class = len(self.lit_masks) + len(self.classes)
+        return 1 + len(other.tokens) * per_token + len(other.classes) * per_class
+
+    def ends_compatible(self, other: _Segment) -> bool:
+        """A quick necessary condition for sharing a name: the literal heads agree (one
+        starts the other), and so do the literal tails."""
+        return _compatible(self.head, other.head, prefix=True) and _compatible(
+            self.tail, other.tail, prefix=False
+        )
+
+
+def _literal_run(tokens: Iterable[tuple[Any, ...]]) -> str:
+    run = []
+    for token in tokens:
+        if token[0] != "lit":
+            break
+        run.append(token[1])
+    return "".join(run)
+
+
+def _compatible(left: str, right: str, *, prefix: bool) -> bool:
+    """Whether two literal heads (or tails) can start (or end) one name."""
+    if prefix:
+        return left.startswith(right) or right.startswith(left)
+    return left.endswith(right) or right.endswith(left)
+
+
+@lru_cache(maxsize=8192)
+def _segment(text: str) -> _Segment:
+    return _Segment(text)
 
 
 def segment_matches(pattern: str, name: str) -> bool:
     """Whether one segment pattern (or literal) matches one concrete segment name."""
-    if not has_glob(pattern):
+    compiled = _segment(pattern)
+    if compiled.literal:
         return pattern == name
-    return _matcher(pattern).matches(name)
+    return compiled.matches(name)
 
 
-@lru_cache(maxsize=16384)
-def _segments_intersect(left: str, right: str) -> bool:
-    """Whether two segment patterns match a common non-empty name (exact)."""
-    if not has_glob(left):
-        return segment_matches(right, left)
-    if not has_glob(right):
-        return segment_matches(left, right)
-    a, b = _tokens(left), _tokens(right)
-    if (len(a) + 1) * (len(b) + 1) > MAX_INTERSECTION_STATES:
-        return True  # too costly to decide: judged conservatively, a conflict
-    # Product of the two token automata; a state is (position in a, position in b). If both
-    # can reach their ends together the languages share a string; sharing only "" would need
-    # both to be all stars, which share every name as well.
-    seen: set[tuple[int, int]] = set()
-    stack = [(0, 0)]
-    while stack:
-        state = stack.pop()
-        if state in seen:
-            continue
-        seen.add(state)
-        i, j = state
-        if i == len(a) and j == len(b):
-            return True
-        if i < len(a) and a[i][0] == "star":
-            stack.append((i + 1, j))
-        if j < len(b) and b[j][0] == "star":
-            stack.append((i, j + 1))
-        if i == len(a) or j == len(b):
-            continue
-        ni = i if a[i][0] == "star" else i + 1
-        nj = j if b[j][0] == "star" else j + 1
-        if (ni, nj) == (i, j):
-            continue  # two stars eating a character together make no progress
-        if _has_segment_char(_intersect(_token_chars(a[i]), _token_chars(b[j]))):
-            stack.append((ni, nj))
-    return False
+def _segments_meet(left: _Segment, right: _Segment, budget: WorkBudget) -> bool:
+    """Whether two non-globstar segments (literal or pattern) share a name."""
+    if left.literal and right.literal:
+        budget.spend(1)
+        return left.text == right.text
+    memo = budget.memo
+    if memo is None:
+        return _segments_decide(left, right, budget)
+    pair = (left.text, right.text)
+    known = memo.get(pair)
+    if known is not None:
+        budget.spend(1)
+        return known
+    known = memo[pair] = _segments_decide(left, right, budget)
+    return known
 
 
-def paths_overlap(left: str, right: str) -> bool:
+def _segments_decide(left: _Segment, right: _Segment, budget: WorkBudget) -> bool:
+    if left.literal:
+        budget.spend(right.match_cost(left.text))
+        return right.matches(left.text)
+    if right.literal:
+        budget.spend(left.match_cost(right.text))
+        return left.matches(right.text)
+    budget.spend(1 + min(len(left.head), len(right.head)) + min(len(left.tail), len(right.tail)))
+    if not left.ends_compatible(right):
+        return False
+    budget.spend(left.intersect_cost(right))
+    return left.intersects(right)
+
+
+def paths_overlap(left: str, right: str, budget: WorkBudget = UNBOUNDED) -> bool:
     """Whether two normalized entries cover a common path (symmetric; exact, see module doc).
 
     For concrete paths: equal, one a ``/``-prefix of the other, or either is ``.``.
+    Raises PATH_LOCK_PATTERN_TOO_COMPLEX when ``budget`` runs out.
     """
+    budget.spend(1)
     if left == WORKSPACE or right == WORKSPACE:
         return True
-    a, b = _segments(left), _segments(right)
-    if not any(has_glob(s) for s in a) and not any(has_glob(s) for s in b):
+    if not _maybe_glob(left) and not _maybe_glob(right):
         return left == right or left.startswith(right + "/") or right.startswith(left + "/")
-    # Product of the two segment automata. A state (i, j) is reachable when some path is
-    # matched by a[:i] and by b[:j]; once either side is complete, the other side's remainder
-    # can always be completed (every segment pattern matches some name), so one matched path
-    # lies below or at the other: they overlap.
-    seen: set[tuple[int, int]] = set()
-    stack = [(0, 0)]
-    while stack:
-        state = stack.pop()
-        if state in seen:
-            continue
-        seen.add(state)
-        i, j = state
-        if i == len(a) or j == len(b):
+    a, b = left.split("/"), right.split("/")
+    for name_a, name_b in zip(a, b, strict=False):
+        seg_a, seg_b = _segment(name_a), _segment(name_b)
+        if seg_a.globstar or seg_b.globstar:
             return True
-        star_a, star_b = _is_globstar(a[i]), _is_globstar(b[j])
-        if star_a:
-            stack.append((i + 1, j))
-        if star_b:
-            stack.append((i, j + 1))
-        if star_a and star_b:
-            continue  # both would stay put: no progress
-        ni = i if star_a else i + 1
-        nj = j if star_b else j + 1
-        if star_a or star_b or _segments_intersect(a[i], b[j]):
-            stack.append((ni, nj))
-    return False
+        if not _segments_meet(seg_a, seg_b, budget):
+            return False
+    # One side is complete: what it matched lies at or above what the other side can match.
+    return True
 
 
 def path_covers(entry: str, path: str) -> bool:
     """Whether ``entry`` covers the concrete normalized ``path`` (matches it or an ancestor)."""
-    return _matches_prefix(_segments(entry), _segments(path))
+    return _matches_prefix(tuple(path_segments(entry)), tuple(path_segments(path)))
 
 
 def _matches_prefix(pattern: Sequence[str], path: Sequence[str]) -> bool:

@@ -56,7 +56,16 @@ class PathLock(models.Model):
 class PathLockEntry(models.Model):
     """One path of a lock. ``channel`` repeats the lock's channel so that the database itself
     refuses two locks on the same normalized path of a channel (a backstop: overlap is decided
-    by ``locks_app.globs`` under the channel's write serialization)."""
+    by ``locks_app.globs`` under the channel's write serialization).
+
+    ``anchor`` is the path's literal prefix (``locks_app.globs.literal_anchor``: the path itself
+    when it has no pattern, ``.`` for a leading pattern) and ``anchor_folded`` the same of the
+    case-folded path: the keys the conflict lookup searches (``locks_app.selectors``), since an
+    entry can only overlap entries whose anchor is an ancestor of, equal to, or below its own.
+    Indexed with ``text_pattern_ops`` on PostgreSQL, whose collations do not order text by code
+    point, so that the prefix lookup (``LIKE 'a/b/%'``) uses the index there; SQLite compares
+    text bytewise and searches a range instead.
+    """
 
     class Kind(models.TextChoices):
         FILE = "file", "file"
@@ -68,10 +77,24 @@ class PathLockEntry(models.Model):
     normalized_path = models.CharField(max_length=1024)
     display_path = models.CharField(max_length=1024)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FILE)
+    anchor = models.TextField(default=".")
+    anchor_folded = models.TextField(default=".")
 
     class Meta:
         ordering = ["lock_id", "position"]
         verbose_name = "locked path"
+        indexes = [
+            models.Index(
+                fields=["channel", "anchor"],
+                name="path_lock_entry_anchor",
+                opclasses=["int8_ops", "text_pattern_ops"],
+            ),
+            models.Index(
+                fields=["channel", "anchor_folded"],
+                name="path_lock_entry_anchor_folded",
+                opclasses=["int8_ops", "text_pattern_ops"],
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["channel", "normalized_path"], name="path_lock_entry_path_unique"

@@ -16,16 +16,27 @@ from typing import Any
 
 from agentchat.core.errors import AppError
 from agentchat.core.paths import (
+    WORKSPACE,
     casefold_stable,
     path_segments,
     safe_text,
     workspace_path_normalize,
 )
-from locks_app.globs import has_glob, paths_overlap, pattern_segment_check
+from locks_app.globs import (
+    MAX_PATTERN_WILDCARDS,
+    TOO_COMPLEX,
+    UNBOUNDED,
+    WorkBudget,
+    has_glob,
+    literal_anchor,
+    paths_overlap,
+    pattern_segment_check,
+    wildcard_count,
+)
 
 INVALID_PATH = "PATH_LOCK_INVALID_PATH"
-MAX_PATTERN_SEGMENTS = 16
 MAX_PATHS = 64
+MAX_ANCHOR_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -44,27 +55,34 @@ class PathEntry:
         }
 
 
-def _invalid(message: str, path: Any) -> AppError:
-    return AppError(INVALID_PATH, message, detail={"path": safe_text(path)})
-
-
 def path_normalize(raw: Any, *, case_insensitive: bool = False) -> PathEntry:
-    """Validate and canonicalize one lock path or pattern. Raises PATH_LOCK_INVALID_PATH."""
+    """Validate and canonicalize one lock path or pattern.
+
+    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (over
+    ``MAX_PATTERN_WILDCARDS`` wildcards).
+    """
     path = workspace_path_normalize(raw, code=INVALID_PATH, case_insensitive=case_insensitive)
-    patterns = 0
     for segment in path_segments(path.normalized):
         if has_glob(segment):
-            patterns += 1
             pattern_segment_check(segment, raw)
-    if patterns > MAX_PATTERN_SEGMENTS:
-        raise _invalid(f"path has more than {MAX_PATTERN_SEGMENTS} pattern segments", raw)
+    wildcards = wildcard_count(path.normalized)
+    if wildcards > MAX_PATTERN_WILDCARDS:
+        raise AppError(
+            TOO_COMPLEX,
+            f"a path may hold at most {MAX_PATTERN_WILDCARDS} wildcards (*, ?, [...], **)",
+            detail={"path": safe_text(raw), "wildcards": wildcards, "limit": MAX_PATTERN_WILDCARDS},
+        )
     return PathEntry(normalized_path=path.normalized, display_path=path.display, kind=path.kind)
 
 
-def paths_normalize(raw_paths: Any, *, case_insensitive: bool = False) -> list[PathEntry]:
+def paths_normalize(
+    raw_paths: Any, *, case_insensitive: bool = False, budget: WorkBudget = UNBOUNDED
+) -> list[PathEntry]:
     """Normalize a request's paths: a non-empty list, no two overlapping.
 
-    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_CONFLICT (two requested paths overlap).
+    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (a path with too many
+    wildcards, or comparing them takes more than ``budget``), PATH_LOCK_CONFLICT (two
+    requested paths overlap).
     """
     if not isinstance(raw_paths, (list, tuple)) or not raw_paths:
         raise AppError(
@@ -77,7 +95,9 @@ def paths_normalize(raw_paths: Any, *, case_insensitive: bool = False) -> list[P
     entries: list[PathEntry] = []
     for raw in raw_paths:
         entry = path_normalize(raw, case_insensitive=case_insensitive)
-        if any(paths_overlap(entry.normalized_path, old.normalized_path) for old in entries):
+        if any(
+            paths_overlap(entry.normalized_path, old.normalized_path, budget) for old in entries
+        ):
             raise AppError(
                 "PATH_LOCK_CONFLICT",
                 "requested paths overlap within one lock request",
@@ -91,3 +111,29 @@ def match_key(normalized_path: str, *, case_insensitive: bool) -> str:
     """The form compared for conflicts and unlock-by-path (folded when the setting is on,
     which also covers records written before it was turned on)."""
     return casefold_stable(normalized_path) if case_insensitive else normalized_path
+
+
+def anchor_key(match: str) -> str:
+    """The index key of a match key: its literal anchor, cut at a segment boundary to at most
+    ``MAX_ANCHOR_BYTES`` (folding can lengthen a path). A shorter key is an ancestor of the
+    true anchor, so the lookup finds a superset of the candidates: never fewer."""
+    anchor = literal_anchor(match)
+    if len(anchor.encode("utf-8")) <= MAX_ANCHOR_BYTES:
+        return anchor
+    kept: list[str] = []
+    size = 0
+    for segment in path_segments(anchor):
+        size += len(segment.encode("utf-8")) + (1 if kept else 0)
+        if size > MAX_ANCHOR_BYTES:
+            break
+        kept.append(segment)
+    return "/".join(kept) or WORKSPACE
+
+
+def entry_anchors(normalized_path: str) -> tuple[str, str]:
+    """(``anchor``, ``anchor_folded``) of a stored entry: its index keys with the
+    case-insensitive setting off and on."""
+    return (
+        anchor_key(normalized_path),
+        anchor_key(match_key(normalized_path, case_insensitive=True)),
+    )

@@ -19,9 +19,10 @@ from agentchat.core.errors import AppError
 from agentchat.core.names import is_record_id
 from agentchat.core.paths import safe_text
 from channels_app.models import Channel
-from locks_app.globs import paths_overlap
+from locks_app.conflicts import ConflictScan
+from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, match_key, path_normalize, paths_normalize
+from locks_app.paths import PathEntry, anchor_key, match_key, path_normalize, paths_normalize
 
 LOCK_ID_MAX = 64
 
@@ -100,34 +101,44 @@ def lock_list(*, channel: Channel) -> list[PathLock]:
     return list(_locks(channel))
 
 
-def locks_overlapping(
-    *, channel: Channel, entries: Iterable[PathEntry], exclude_lock_id: str | None = None
-) -> list[PathLock]:
-    """Locks of the channel (active or expired) with a path overlapping one of ``entries``."""
-    folded = case_insensitive()
-    wanted = [match_key(entry.normalized_path, case_insensitive=folded) for entry in entries]
-    result = []
-    for lock in _locks(channel):
-        if lock.lock_id == exclude_lock_id:
-            continue
-        held = [match_key(e.normalized_path, case_insensitive=folded) for e in lock.entries.all()]
-        if any(paths_overlap(left, right) for left in wanted for right in held):
-            result.append(lock)
-    return result
+def locks_by_pk(pks: Iterable[int]) -> list[PathLock]:
+    """The lock records with these primary keys (with channel and entries), by lock id."""
+    return list(
+        PathLock.objects.filter(pk__in=list(pks))
+        .select_related("channel")
+        .prefetch_related(Prefetch("entries", queryset=PathLockEntry.objects.order_by("position")))
+        .order_by("lock_id")
+    )
+
+
+def lock_conflict_scan(
+    *,
+    channel: Channel,
+    entries: Iterable[PathEntry],
+    budget: WorkBudget,
+    exclude_lock_pk: int | None = None,
+) -> ConflictScan:
+    """A scan for the held entries overlapping ``entries`` (``locks_app.conflicts``)."""
+    return ConflictScan(
+        channel=channel,
+        entries=entries,
+        case_insensitive=case_insensitive(),
+        budget=budget,
+        exclude_lock_pk=exclude_lock_pk,
+    )
 
 
 def lock_check(*, channel: Channel, paths: Any) -> list[dict[str, Any]]:
     """Every lock record overlapping ``paths``, expired ones included (flagged ``expired``).
 
-    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_CONFLICT (two requested paths overlap, as in the
-    reference, whose check normalizes like lock).
+    Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_CONFLICT (two
+    requested paths overlap, as in the reference, whose check normalizes like lock).
     """
-    entries = paths_normalize(paths, case_insensitive=case_insensitive())
+    budget = WorkBudget()
+    entries = paths_normalize(paths, case_insensitive=case_insensitive(), budget=budget)
+    conflicts = lock_conflict_scan(channel=channel, entries=entries, budget=budget).run()
     now = lock_now()
-    return [
-        lock_conflict_to_dict(lock, now)
-        for lock in locks_overlapping(channel=channel, entries=entries)
-    ]
+    return [lock_conflict_to_dict(lock, now) for lock in locks_by_pk(conflicts)]
 
 
 def lock_id_check(lock_id: Any) -> str:
@@ -171,14 +182,18 @@ def lock_find_by_path(*, channel: Channel, path: Any) -> PathLock:
     except AppError:
         raise _not_found(path) from None
     wanted = match_key(entry.normalized_path, case_insensitive=folded)
-    matches = [
-        lock
-        for lock in _locks(channel)
-        if any(
-            match_key(e.normalized_path, case_insensitive=folded) == wanted
-            for e in lock.entries.all()
+    field = "anchor_folded" if folded else "anchor"
+    # Every entry of that exact path has that anchor: one index lookup, then exact keys.
+    holders = {
+        lock_pk
+        for lock_pk, normalized in PathLockEntry.objects.filter(
+            channel_id=channel.pk, **{field: anchor_key(wanted)}
         )
-    ]
+        .order_by()
+        .values_list("lock_id", "normalized_path")
+        if match_key(normalized, case_insensitive=folded) == wanted
+    }
+    matches = locks_by_pk(holders)
     if not matches:
         raise _not_found(path)
     if len(matches) > 1:

@@ -14,6 +14,7 @@ the duration.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import uuid
 from datetime import datetime, timedelta
@@ -28,8 +29,10 @@ from agentchat.core.paths import safe_text
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import selectors
+from locks_app.conflicts import ConflictScan
+from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, paths_normalize
+from locks_app.paths import PathEntry, entry_anchors, paths_normalize
 
 DEFAULT_LEASE_SECONDS = 300.0
 REASON_MAX = 1000
@@ -160,19 +163,25 @@ def _audit(
     )
 
 
+def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
+    anchor, anchor_folded = entry_anchors(entry.normalized_path)
+    return PathLockEntry(
+        lock=lock,
+        channel_id=lock.channel_id,
+        position=position,
+        normalized_path=entry.normalized_path,
+        display_path=entry.display_path,
+        kind=entry.kind,
+        anchor=anchor,
+        anchor_folded=anchor_folded,
+    )
+
+
 def _entries_create(lock: PathLock, entries: list[PathEntry]) -> None:
     try:
         with transaction.atomic():
             PathLockEntry.objects.bulk_create(
-                PathLockEntry(
-                    lock=lock,
-                    channel_id=lock.channel_id,
-                    position=position,
-                    normalized_path=entry.normalized_path,
-                    display_path=entry.display_path,
-                    kind=entry.kind,
-                )
-                for position, entry in enumerate(entries)
+                _entry_row(lock, position, entry) for position, entry in enumerate(entries)
             )
     except IntegrityError:
         raise AppError(
@@ -195,18 +204,24 @@ def lock_acquire(
 ) -> PathLock:
     """Lock ``paths`` (all or none) for ``owner`` for ``lease_seconds``; posts ``path.locked``.
 
-    Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_PATH, PATH_LOCK_CONFLICT (overlap with an
-    active lock, or between the requested paths), PATH_LOCK_RECOVERY_REQUIRED (overlap with an
-    expired lock), PATH_LOCK_INVALID_DURATION.
+    Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (too
+    many wildcards in a path, or comparing the paths takes more than the request's work
+    budget), PATH_LOCK_CONFLICT (overlap with an active lock, or between the requested paths),
+    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
-    entries = paths_normalize(paths, case_insensitive=selectors.case_insensitive())
+    budget = WorkBudget()
+    entries = paths_normalize(paths, case_insensitive=selectors.case_insensitive(), budget=budget)
+    scan = selectors.lock_conflict_scan(channel=channel, entries=entries, budget=budget)
+    # The comparisons against what is held now happen here, outside the write transaction;
+    # inside, the scan re-reads the candidates and compares only what appeared since.
+    scan.run()
     with write_atomic():
         _serialize_channel(channel)
         now = selectors.lock_now()
-        conflicts = selectors.locks_overlapping(channel=channel, entries=entries)
+        conflicts = scan.run()
         if conflicts:
-            raise _conflict_error(conflicts, now, "lock request")
+            raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
         expires_at = lock_expiry(now, lease_seconds)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,
@@ -262,6 +277,13 @@ def lock_release(
     return record
 
 
+def _entries_scan(channel: Channel, lock: PathLock, budget: WorkBudget) -> ConflictScan:
+    entries = [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()]
+    return selectors.lock_conflict_scan(
+        channel=channel, entries=entries, budget=budget, exclude_lock_pk=lock.pk
+    )
+
+
 def lock_recover(
     *,
     channel: Channel,
@@ -278,10 +300,18 @@ def lock_recover(
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_REASON (checked before expiry, as in the
     reference), PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND, PATH_LOCK_NOT_STALE (still
     active), PATH_LOCK_CONFLICT / PATH_LOCK_RECOVERY_REQUIRED (another record overlaps its
-    paths), PATH_LOCK_INVALID_DURATION.
+    paths), PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
     lock_reason_check(reason)
+    budget = WorkBudget()
+    scan: ConflictScan | None = None
+    with contextlib.suppress(AppError):  # judged again, in the reference's order, below
+        early = _target(channel, lock_id, path)
+        if selectors.lock_is_expired(early):
+            # The comparisons outside the write transaction, as in lock_acquire.
+            scan = _entries_scan(channel, early, budget)
+            scan.run()
     with write_atomic():
         _serialize_channel(channel)
         lock = _target(channel, lock_id, path)
@@ -296,12 +326,11 @@ def lock_recover(
                     "expires_at": selectors.lock_timestamp(lock.expires_at),
                 },
             )
-        entries = [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()]
-        conflicts = selectors.locks_overlapping(
-            channel=channel, entries=entries, exclude_lock_id=lock.lock_id
-        )
+        if scan is None or scan.exclude_lock_pk != lock.pk:
+            scan = _entries_scan(channel, lock, budget)  # (an entry never changes under a lock)
+        conflicts = scan.run()
         if conflicts:
-            raise _conflict_error(conflicts, now, "recovery request")
+            raise _conflict_error(selectors.locks_by_pk(conflicts), now, "recovery request")
         expires_at = lock_expiry(now, lease_seconds)
         previous = selectors.lock_to_dict(lock)
         # Compare-and-set on what was read: a concurrent change (impossible while the channel

@@ -127,6 +127,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("PATH_LOCK_INVALID_DURATION", 400, "lease_seconds is not a number > 0 within the maximum"),
     ("PATH_LOCK_INVALID_REASON", 400, "a recovery reason that is empty or not one line"),
     ("PATH_LOCK_INVALID_LOCK_ID", 400, "a malformed lock id, or both or neither of id and path"),
+    (
+        "PATH_LOCK_PATTERN_TOO_COMPLEX",
+        400,
+        "a path with over 16 wildcards, or globs too costly to compare with the locks held",
+    ),
     # --- the server
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentchat.core.errors import AppError
-from locks_app.globs import path_covers, paths_overlap, segment_matches
+from locks_app.globs import (
+    WorkBudget,
+    is_pattern,
+    path_covers,
+    paths_overlap,
+    segment_matches,
+    wildcard_count,
+)
 from locks_app.paths import MAX_PATHS, path_normalize, paths_normalize
 from tests.core.test_paths import INVALID as REFUSED
 from tests.core.test_paths import WORKSPACE_PATH_TABLE
@@ -289,17 +296,134 @@ def test_segment_patterns_intersect_exactly(left, right):
     assert paths_overlap(left, right) == witnessed
 
 
-def test_huge_pattern_pairs_are_judged_conservatively():
-    left = "x" + "*a" * 40 + "b"
-    right = "y" + "*a" * 40 + "c"  # disjoint (x… versus y…), but too big to compare
-    assert paths_overlap(left, right)
-    assert not paths_overlap("x*a*b", "y*a*c")
+LONG_TOKENS = ["a", "b", "c", "?", "*", "[ab]", "[!a]", "[b-c]"]
 
 
-def test_matching_is_linear_even_for_pathological_patterns():
-    import time
+@st.composite
+def long_segment_patterns(draw):
+    tokens = draw(st.lists(st.sampled_from(LONG_TOKENS), min_size=1, max_size=7))
+    return "".join(tokens)
 
-    started = time.monotonic()
-    for _ in range(50):
-        assert not segment_matches("*a" * 60 + "b", "a" * 255)
-    assert time.monotonic() - started < 1
+
+def token_sets(pattern: str) -> list[set[str] | None]:
+    """The pattern's tokens over the alphabet a, b, c, d (d standing for every other
+    character): a set of characters, or None for a star."""
+    sets: list[set[str] | None] = []
+    for token in re.findall(r"\[!?[^]]+\]|\*|\?|[^[*?]", pattern):
+        if token == "*":
+            sets.append(None)
+        elif token == "?":
+            sets.append(set("abcd"))
+        elif token.startswith("[!"):
+            sets.append(set("abcd") - {c for c in "abcd" if re.fullmatch(f"[{token[2:]}", c)})
+        elif token.startswith("["):
+            sets.append({c for c in "abcd" if re.fullmatch(token, c)})
+        else:
+            sets.append({token})
+    return sets
+
+
+def oracle_intersect(left: str, right: str) -> bool:
+    """An independent reading: breadth-first search of the two patterns' product automaton
+    over a, b, c, d, for a common non-empty name."""
+    a, b = token_sets(left), token_sets(right)
+
+    def closure(tokens, i):
+        while i < len(tokens) and tokens[i] is None:
+            yield i
+            i += 1
+        yield i
+
+    def step(tokens, i, char):
+        if i < len(tokens):
+            if tokens[i] is None:
+                yield i
+            elif char in tokens[i]:
+                yield i + 1
+
+    start = {(i, j, False) for i in closure(a, 0) for j in closure(b, 0)}
+    seen, frontier = set(start), list(start)
+    while frontier:
+        i, j, consumed = frontier.pop()
+        if consumed and i == len(a) and j == len(b):
+            return True
+        for char in "abcd":
+            for ni in step(a, i, char):
+                for nj in step(b, j, char):
+                    for ci in closure(a, ni):
+                        for cj in closure(b, nj):
+                            state = (ci, cj, True)
+                            if state not in seen:
+                                seen.add(state)
+                                frontier.append(state)
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=long_segment_patterns(), right=long_segment_patterns())
+def test_longer_segment_patterns_intersect_exactly(left, right):
+    witnessed = oracle_intersect(left, right)
+    assert paths_overlap(left, right) == witnessed
+    assert paths_overlap(right, left) == witnessed
+
+
+def test_the_product_oracle_agrees_with_brute_force_on_small_patterns():
+    for left, right in itertools.product(["a*", "*b", "?", "[!a]*", "*[b-c]?", "**"[:1]], repeat=2):
+        names = ("".join(c) for n in range(1, 5) for c in itertools.product("abcd", repeat=n))
+        brute = any(segment_matches(left, x) and segment_matches(right, x) for x in names)
+        assert oracle_intersect(left, right) == brute, (left, right)
+
+
+def test_big_pattern_pairs_are_decided_exactly():
+    # Once judged "too big to compare" and counted as a conflict; now decided.
+    assert not paths_overlap("x" + "*a" * 40 + "b", "y" + "*a" * 40 + "c")
+    assert not paths_overlap("*a" * 40 + "b", "*a" * 40 + "c")
+    assert paths_overlap("*a" * 40 + "b", "a" * 40 + "*b")
+    assert not paths_overlap("?" * 60, "?" * 61)
+    assert paths_overlap("?" * 60, "*" + "?" * 59)
+    bomb = "".join(f"*{c}" for c in "abcdefghijklmnop")
+    assert not paths_overlap(bomb + "*x1q", bomb + "*x2q")
+    assert paths_overlap(bomb + "*x1q", bomb + "*1q")
+
+
+def test_comparisons_are_paid_from_the_request_budget():
+    left, right = "src/" + "?" * 30 + "z", "src/" + "?" * 32
+    first = WorkBudget(10_000)
+    assert not paths_overlap(left, right, first)
+    spent = first.limit - first.left
+    assert spent > 32  # the automaton ran over the 32 tokens
+    again = WorkBudget(10_000)  # the same nominal cost when compiled segments are cached
+    paths_overlap(left, right, again)
+    assert again.limit - again.left == spent
+    with pytest.raises(AppError) as exc:
+        paths_overlap(left, right, WorkBudget(spent - 1))
+    assert exc.value.code == "PATH_LOCK_PATTERN_TOO_COMPLEX"
+    assert exc.value.detail == {"work_limit": spent - 1}
+
+
+def test_a_path_may_hold_sixteen_wildcards():
+    sixteen = "".join(f"*{c}" for c in "abcdefghijklmno") + "*x"
+    assert wildcard_count(sixteen) == 16
+    assert path_normalize(sixteen).normalized_path == sixteen
+    assert wildcard_count("src/**/[ab]?*.py") == 4
+    for seventeen in (sixteen + "*y", "**/" * 16 + "*.py", "a/" + "?" * 17):
+        with pytest.raises(AppError) as exc:
+            path_normalize(seventeen)
+        assert exc.value.code == "PATH_LOCK_PATTERN_TOO_COMPLEX"
+        assert exc.value.detail["limit"] == 16
+
+
+def test_the_issues_64_pattern_request_fits_the_budget_and_its_answers_are_right():
+    bomb = "".join(f"*{c}" for c in "abcdefghijklmno")
+    budget = WorkBudget()
+    entries = paths_normalize([f"{bomb}*x{i}q" for i in range(64)], budget=budget)
+    assert len(entries) == 64
+    with pytest.raises(AppError) as exc:
+        paths_normalize([f"{bomb}*x{i}q" for i in range(63)] + [f"{bomb}*7q"])
+    assert exc.value.code == "PATH_LOCK_CONFLICT"
+
+
+def test_unclosed_brackets_are_literals_and_tokenizing_them_is_linear():
+    assert path_normalize("[" * 200).normalized_path == "[" * 200
+    assert not is_pattern("[" * 200)
+    assert segment_matches("[" * 100 + "*", "[" * 150)

@@ -1,0 +1,163 @@
+"""Which held lock entries overlap a request's entries: looked up through the anchor index,
+then decided exactly (``locks_app.globs``). Reads only.
+
+Every path an entry covers lies at or below its literal anchor (``PathLockEntry.anchor``), so
+two entries can overlap only when one's anchor is an ancestor of, equal to, or below the
+other's. The candidates of a request are therefore the held entries whose anchor is one of
+the ancestors-or-self of a requested anchor (one ``IN`` lookup) or lies below one (a prefix
+range per requested anchor), both on the ``(channel, anchor)`` index: a lock or check of
+concrete paths, or of patterns with a literal prefix, costs the same with 10 or 10,000 paths
+held (issue 8 item 5; ``bench/bench_locks.py``). Only a requested ``.`` or leading-wildcard
+pattern (anchor ``.``) has every held entry as a candidate, as it may overlap any of them.
+
+Each candidate is then compared with the requested entries whose anchors it can meet: two
+concrete paths by their strings, anything involving a pattern by ``paths_overlap``, paid from
+the request's ``WorkBudget`` (PATH_LOCK_PATTERN_TOO_COMPLEX past it). Held patterns count
+towards every later request that may overlap them.
+
+A ``ConflictScan`` can run twice: first before the write transaction, where the comparisons
+cost nothing to anyone waiting on the writer; then inside it, where it re-reads the candidate
+ids and compares only the entries that appeared in between (an entry's path never changes
+under its id). Case-insensitive matching uses ``anchor_folded`` and folded match keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Q
+
+from channels_app.models import Channel
+from locks_app.globs import WorkBudget, is_pattern, paths_overlap
+from locks_app.models import PathLockEntry
+from locks_app.paths import WORKSPACE, PathEntry, anchor_key, match_key
+
+IN_CHUNK = 500  # values per IN lookup (well under SQLite's limit on bound parameters)
+RANGE_CHUNK = 64  # prefix ranges per query (a request has at most 64 paths)
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    key: str
+    anchor: str
+    pattern: bool
+
+
+def _ancestors_or_self(anchor: str) -> Iterator[str]:
+    """``.`` first, then each ``/``-prefix of ``anchor``, then ``anchor`` itself."""
+    yield WORKSPACE
+    if anchor == WORKSPACE:
+        return
+    end = anchor.find("/")
+    while end != -1:
+        yield anchor[:end]
+        end = anchor.find("/", end + 1)
+    yield anchor
+
+
+def _concrete_overlap(left: str, right: str) -> bool:
+    if WORKSPACE in (left, right) or left == right:
+        return True
+    return left.startswith(right + "/") or right.startswith(left + "/")
+
+
+def _below(field: str, anchor: str) -> Q:
+    """Entries whose anchor lies below ``anchor``. PostgreSQL's collations do not order text by
+    code point, so there a ``LIKE 'a/%'`` on the text_pattern_ops index; SQLite compares text
+    bytewise (UTF-8, so by code point) and takes the range ['a/', 'a0'), '0' following '/'."""
+    if connection.vendor == "postgresql":
+        return Q(**{f"{field}__startswith": anchor + "/"})
+    return Q(**{f"{field}__gte": anchor + "/", f"{field}__lt": anchor + "0"})
+
+
+def _chunks(values: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class ConflictScan:
+    """The held entries of ``channel`` (other than ``exclude_lock_pk``'s) overlapping
+    ``entries``; see the module doc."""
+
+    def __init__(
+        self,
+        *,
+        channel: Channel,
+        entries: Iterable[PathEntry],
+        case_insensitive: bool,
+        budget: WorkBudget,
+        exclude_lock_pk: int | None = None,
+    ) -> None:
+        self.channel = channel
+        self.folded = case_insensitive
+        self.field = "anchor_folded" if case_insensitive else "anchor"
+        self.budget = budget
+        self.exclude_lock_pk = exclude_lock_pk
+        self.wanted: list[_Wanted] = []
+        for entry in entries:
+            key = match_key(entry.normalized_path, case_insensitive=case_insensitive)
+            self.wanted.append(_Wanted(key, anchor_key(key), is_pattern(key)))
+        # anchor -> the wanted entries with that anchor; strict ancestor -> the wanted entries
+        # below it: a candidate meets the first kind through its own ancestors-or-self, the
+        # second through its anchor.
+        self._at: dict[str, list[_Wanted]] = {}
+        self._under: dict[str, list[_Wanted]] = {}
+        for wanted in self.wanted:
+            self._at.setdefault(wanted.anchor, []).append(wanted)
+            for ancestor in _ancestors_or_self(wanted.anchor):
+                if ancestor != wanted.anchor:
+                    self._under.setdefault(ancestor, []).append(wanted)
+        self._verdicts: dict[int, bool] = {}  # entry pk -> overlaps a wanted entry
+
+    def _candidates(self) -> list[tuple[int, int, str, str]]:
+        """(entry pk, lock pk, normalized path, anchor) of every candidate."""
+        rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
+        if self.exclude_lock_pk is not None:
+            rows = rows.exclude(lock_id=self.exclude_lock_pk)
+        columns = ("pk", "lock_id", "normalized_path", self.field)
+        anchors = sorted({wanted.anchor for wanted in self.wanted})
+        if WORKSPACE in anchors:
+            return list(rows.values_list(*columns))
+        ancestors = sorted({a for anchor in anchors for a in _ancestors_or_self(anchor)})
+        found: dict[int, tuple[int, int, str, str]] = {}
+        for chunk in _chunks(ancestors, IN_CHUNK):
+            for row in rows.filter(**{f"{self.field}__in": chunk}).values_list(*columns):
+                found[row[0]] = row
+        for chunk in _chunks(anchors, RANGE_CHUNK):
+            condition = Q()
+            for anchor in chunk:
+                condition |= _below(self.field, anchor)
+            for row in rows.filter(condition).values_list(*columns):
+                found[row[0]] = row
+        return list(found.values())
+
+    def _meets(self, anchor: str) -> Iterator[_Wanted]:
+        for ancestor in _ancestors_or_self(anchor):
+            yield from self._at.get(ancestor, ())
+        yield from self._under.get(anchor, ())
+
+    def _overlaps(self, path: str, anchor: str) -> bool:
+        key = match_key(path, case_insensitive=self.folded)
+        held_pattern = is_pattern(key)
+        for wanted in self._meets(anchor):
+            if not wanted.pattern and not held_pattern:
+                # Both concrete: comparing strings is cheap and bounded by the rows read.
+                if _concrete_overlap(wanted.key, key):
+                    return True
+            elif paths_overlap(wanted.key, key, self.budget):
+                return True
+        return False
+
+    def run(self) -> set[int]:
+        """The pks of the locks holding an overlapping entry now. Entries compared by an
+        earlier run are not compared again. Raises PATH_LOCK_PATTERN_TOO_COMPLEX."""
+        conflicts: set[int] = set()
+        for pk, lock_pk, path, anchor in self._candidates():
+            verdict = self._verdicts.get(pk)
+            if verdict is None:
+                verdict = self._verdicts[pk] = self._overlaps(path, anchor)
+            if verdict:
+                conflicts.add(lock_pk)
+        return conflicts

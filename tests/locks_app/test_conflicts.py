@@ -1,0 +1,183 @@
+"""The conflict lookup through the anchor index (locks_app.conflicts): exact, and reading only
+the candidates, on SQLite and PostgreSQL, with and without case folding."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentchat.core.errors import AppError
+from channels_app.models import Channel
+from locks_app import selectors
+from locks_app.conflicts import ConflictScan
+from locks_app.globs import WorkBudget, paths_overlap
+from locks_app.models import PathLock, PathLockEntry
+from locks_app.paths import PathEntry, entry_anchors, match_key, path_normalize
+
+pytestmark = pytest.mark.django_db
+
+SEGMENTS = ["a", "A", "ab", "b", "B", "x.py", "ß", "SS", "ss", "*", "**", "a*", "*b", "?", "[ab]"]
+entry_paths = st.lists(st.sampled_from(SEGMENTS), min_size=0, max_size=3).map(
+    lambda parts: "/".join(parts) or "."
+)
+
+
+@pytest.fixture
+def channel(db):
+    return Channel.objects.create(name="scan")
+
+
+def hold(channel: Channel, paths: list[str]) -> dict[int, list[str]]:
+    """Store one lock per path as imported data would be (overlaps allowed): lock pk -> paths."""
+    now = timezone.now()
+    held: dict[int, list[str]] = {}
+    for path in paths:
+        lock = PathLock.objects.create(
+            lock_id=uuid.uuid4().hex,
+            channel=channel,
+            owner="alice",
+            expires_at=now,
+            locked_at=now,
+            updated_at=now,
+        )
+        anchor, anchor_folded = entry_anchors(path)
+        PathLockEntry.objects.create(
+            lock=lock,
+            channel=channel,
+            position=0,
+            normalized_path=path,
+            display_path=path,
+            anchor=anchor,
+            anchor_folded=anchor_folded,
+        )
+        held[lock.pk] = [path]
+    return held
+
+
+def scan(channel, wanted, *, folded=False, exclude=None, budget=None):
+    entries = [PathEntry(path, path, "file") for path in wanted]
+    return ConflictScan(
+        channel=channel,
+        entries=entries,
+        case_insensitive=folded,
+        budget=budget or WorkBudget(),
+        exclude_lock_pk=exclude,
+    )
+
+
+def brute_force(held, wanted, *, folded):
+    return {
+        pk
+        for pk, paths in held.items()
+        if any(
+            paths_overlap(
+                match_key(w, case_insensitive=folded), match_key(p, case_insensitive=folded)
+            )
+            for w in wanted
+            for p in paths
+        )
+    }
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    held=st.lists(entry_paths, min_size=0, max_size=8, unique=True),
+    wanted=st.lists(entry_paths, min_size=1, max_size=3, unique=True),
+    folded=st.booleans(),
+)
+def test_the_index_finds_exactly_the_overlapping_locks(channel, held, wanted, folded):
+    PathLock.objects.filter(channel=channel).delete()
+    stored = hold(channel, held)
+    assert scan(channel, wanted, folded=folded).run() == brute_force(stored, wanted, folded=folded)
+
+
+def test_legacy_records_written_before_folding_are_found_when_it_is_on(channel):
+    held = hold(channel, ["Src/Main.PY", "DOCS", "straße/x"])
+    by_path = {paths[0]: pk for pk, paths in held.items()}
+    assert scan(channel, ["src"], folded=True).run() == {by_path["Src/Main.PY"]}
+    assert scan(channel, ["docs/a.md"], folded=True).run() == {by_path["DOCS"]}
+    assert scan(channel, ["STRASSE/*"], folded=True).run() == {by_path["straße/x"]}
+    assert scan(channel, ["src"], folded=False).run() == set()
+
+
+def test_a_lookup_reads_only_the_candidates_whatever_else_is_held(channel):
+    hold(channel, [f"d{i % 10}/f{i}.py" for i in range(300)] + ["src/a/b.py", "src/b*/c.py"])
+    probe = scan(channel, ["src/a"])
+    rows = probe._candidates()
+    assert sorted(row[2] for row in rows) == ["src/a/b.py", "src/b*/c.py"]
+    assert probe.run() == {PathLock.objects.get(entries__normalized_path="src/a/b.py").pk}
+    # A leading wildcard may overlap anything: every entry is a candidate.
+    assert len(scan(channel, ["*.md"])._candidates()) == 302
+
+
+def test_the_query_count_does_not_grow_with_the_held_paths(channel, django_assert_num_queries):
+    hold(channel, [f"d{i}/f.py" for i in range(50)])
+    with django_assert_num_queries(2):  # one IN lookup of the ancestors, one prefix range
+        scan(channel, [f"new/m{j}.py" for j in range(64)]).run()
+
+
+def test_a_second_run_compares_only_entries_new_since_the_first(channel):
+    hold(channel, ["a/*.py"])
+    probe = scan(channel, ["a/x.py"])
+    first = probe.run()
+    spent = probe.budget.limit - probe.budget.left
+    assert len(first) == 1
+    assert probe.run() == first
+    assert probe.budget.limit - probe.budget.left == spent  # nothing compared again
+    added = hold(channel, ["a/?.py"])
+    alone = WorkBudget()
+    paths_overlap("a/x.py", "a/?.py", alone)
+    assert probe.run() == first | set(added)
+    assert probe.budget.limit - probe.budget.left == spent + alone.limit - alone.left
+    PathLock.objects.filter(pk__in=first).delete()
+    assert probe.run() == set(added)  # gone since: no longer reported
+
+
+def test_recovery_excludes_the_lock_itself(channel):
+    held = hold(channel, ["a", "a/b"])
+    own = next(pk for pk, paths in held.items() if paths == ["a"])
+    other = next(pk for pk, paths in held.items() if paths == ["a/b"])
+    assert scan(channel, ["a"], exclude=own).run() == {other}
+
+
+def test_the_budget_is_shared_by_the_request_and_the_held_candidates(channel):
+    hold(channel, [f"*x{i}" for i in range(200)])
+    with pytest.raises(AppError) as exc:
+        scan(channel, ["somewhere/deep/file.py"], budget=WorkBudget(500)).run()
+    assert exc.value.code == "PATH_LOCK_PATTERN_TOO_COMPLEX"
+    assert scan(channel, ["somewhere/deep/file.py"]).run() == set()
+
+
+def test_unlock_by_path_uses_the_index_and_exact_keys(channel, settings):
+    held = hold(channel, ["src/a.py", "src/a.py/*", "src"])
+    lock = selectors.lock_find_by_path(channel=channel, path="./src//a.py")
+    assert lock.pk == next(pk for pk, paths in held.items() if paths == ["src/a.py"])
+    settings.AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE = True
+    assert selectors.lock_find_by_path(channel=channel, path="SRC/A.py").pk == lock.pk
+    with pytest.raises(AppError) as exc:
+        selectors.lock_find_by_path(channel=channel, path="src/b.py")
+    assert exc.value.code == "PATH_LOCK_NOT_FOUND"
+
+
+def test_long_folded_anchors_are_cut_at_a_segment_and_still_found(channel):
+    # U+0587 (2 bytes) folds to two letters (4 bytes): a path of 1,019 bytes folds to 2,035.
+    segment = "\u0587" * 127
+    path = "/".join([segment] * 4)
+    entry = path_normalize(path)
+    anchor, anchor_folded = entry_anchors(entry.normalized_path)
+    assert anchor == path
+    assert len(anchor_folded.encode()) <= 1024
+    assert match_key(path, case_insensitive=True).startswith(anchor_folded + "/")
+    [pk] = hold(channel, [entry.normalized_path])
+    assert scan(channel, [path], folded=True).run() == {pk}
+    assert scan(channel, ["/".join([segment] * 2)], folded=True).run() == {pk}
+    assert scan(channel, ["/".join([segment] * 3) + "/x"], folded=True).run() == set()
+    assert scan(channel, [path + "/x"], folded=False).run() == {pk}
