@@ -30,7 +30,13 @@ from django.db import connection
 from django.db.models import Q
 
 from channels_app.models import Channel
-from locks_app.globs import WorkBudget, is_pattern, paths_overlap
+from locks_app.globs import (
+    WorkBudget,
+    first_is_globstar,
+    first_segments_meet,
+    is_pattern,
+    paths_overlap,
+)
 from locks_app.models import PathLockEntry
 from locks_app.paths import WORKSPACE, PathEntry, anchor_key, match_key
 
@@ -43,6 +49,8 @@ class _Wanted:
     key: str
     anchor: str
     pattern: bool
+    first: str  # the first segment
+    covers_all: bool  # "." or a leading "**": overlaps every entry
 
 
 def _ancestors_or_self(anchor: str) -> Iterator[str]:
@@ -98,17 +106,26 @@ class ConflictScan:
         self.wanted: list[_Wanted] = []
         for entry in entries:
             key = match_key(entry.normalized_path, case_insensitive=case_insensitive)
-            self.wanted.append(_Wanted(key, anchor_key(key), is_pattern(key)))
+            first = key.partition("/")[0]
+            covers_all = key == WORKSPACE or first_is_globstar(first)
+            self.wanted.append(_Wanted(key, anchor_key(key), is_pattern(key), first, covers_all))
         # anchor -> the wanted entries with that anchor; strict ancestor -> the wanted entries
         # below it: a candidate meets the first kind through its own ancestors-or-self, the
         # second through its anchor.
         self._at: dict[str, list[_Wanted]] = {}
         self._under: dict[str, list[_Wanted]] = {}
         for wanted in self.wanted:
+            if wanted.anchor == WORKSPACE:
+                continue  # compared with every candidate (below)
             self._at.setdefault(wanted.anchor, []).append(wanted)
             for ancestor in _ancestors_or_self(wanted.anchor):
                 if ancestor != wanted.anchor:
                     self._under.setdefault(ancestor, []).append(wanted)
+        # Wanted entries anchored at the workspace: ".", or a pattern from the first segment
+        # on. Every held entry is their candidate, so their first segment is compared with
+        # each distinct first segment of the candidates once (most of a tree shares few).
+        self._root = [wanted for wanted in self.wanted if wanted.anchor == WORKSPACE]
+        self._first: dict[tuple[int, str], bool] = {}
         self._verdicts: dict[int, bool] = {}  # entry pk -> overlaps a wanted entry
 
     def _candidates(self) -> list[tuple[int, int, str, str]]:
@@ -134,12 +151,39 @@ class ConflictScan:
         return list(found.values())
 
     def _meets(self, anchor: str) -> Iterator[_Wanted]:
-        for ancestor in _ancestors_or_self(anchor):
-            yield from self._at.get(ancestor, ())
+        if anchor == WORKSPACE:
+            yield from self._at.get(WORKSPACE, ())
+        else:
+            for ancestor in _ancestors_or_self(anchor):
+                yield from self._at.get(ancestor, ())
         yield from self._under.get(anchor, ())
+
+    def _root_overlaps(self, key: str) -> bool:
+        first = key.partition("/")[0]
+        if first[0] == "*" and first_is_globstar(first):
+            return True  # a held entry from "**" on covers everything
+        for index, wanted in enumerate(self._root):
+            if wanted.covers_all:
+                return True
+            known = self._first.get((index, first))
+            if known is None:
+                known = self._first[(index, first)] = first_segments_meet(
+                    wanted.first, first, self.budget
+                )
+            else:
+                self.budget.spend(1)
+            if known and paths_overlap(wanted.key, key, self.budget):
+                return True
+        return False
 
     def _overlaps(self, path: str, anchor: str) -> bool:
         key = match_key(path, case_insensitive=self.folded)
+        if key == WORKSPACE:
+            return True  # the held workspace covers whatever is wanted
+        if self._root and self._root_overlaps(key):
+            return True
+        if not self._at and not self._under:
+            return False
         held_pattern = is_pattern(key)
         for wanted in self._meets(anchor):
             if not wanted.pattern and not held_pattern:

@@ -466,6 +466,16 @@ def _segments_decide(left: _Segment, right: _Segment, budget: WorkBudget) -> boo
     return left.intersects(right)
 
 
+def first_is_globstar(segment: str) -> bool:
+    return _is_globstar(segment)
+
+
+def first_segments_meet(left: str, right: str, budget: WorkBudget = UNBOUNDED) -> bool:
+    """Whether two non-globstar segments share a name: a necessary condition for two paths
+    starting with them to overlap (``paths_overlap`` compares them first)."""
+    return _segments_meet(_segment(left), _segment(right), budget)
+
+
 def paths_overlap(left: str, right: str, budget: WorkBudget = UNBOUNDED) -> bool:
     """Whether two normalized entries cover a common path (symmetric; exact, see module doc).
 
