@@ -1,4 +1,6 @@
-"""Admin: look at active and expired locks; recover stale ones through the same service."""
+"""Admin: look at active and expired locks; recover stale ones, or force-release any (break
+glass), through the services. The admin acts, audited as ``admin_actor`` (their linked agent,
+else their user name); a recovery's new owner is named in the form."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from agentchat.core.errors import AppError
+from agentchat.core.services import admin_actor
 from locks_app import selectors, services
 from locks_app.models import PathLock, PathLockEntry
 
@@ -57,10 +60,19 @@ class RecoverForm(forms.Form):
     )
 
 
+class ForceReleaseForm(forms.Form):
+    reason = forms.CharField(
+        max_length=services.REASON_MAX,
+        strip=False,
+        help_text="why the lock is released without its owner (recorded in the audit message)",
+    )
+
+
 @admin.register(PathLock)
 class PathLockAdmin(admin.ModelAdmin):
     """Locks change only through the services (each change posts its audit message), so the
-    admin neither edits nor deletes them; "recover stale lock" calls ``lock_recover``."""
+    admin neither edits nor deletes them; "recover stale lock" calls ``lock_recover`` and
+    "force release" ``lock_force_release``."""
 
     list_display = ("lock_id", "channel", "owner", "state", "expires_at", "paths", "locked_at")
     list_filter = (ExpiryFilter, "channel")
@@ -78,7 +90,7 @@ class PathLockAdmin(admin.ModelAdmin):
         "recovery_reason",
     )
     inlines = [PathLockEntryInline]
-    actions = ["recover_stale_lock"]
+    actions = ["recover_stale_lock", "force_release"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PathLock]:
         return super().get_queryset(request).prefetch_related("entries")
@@ -120,6 +132,7 @@ class PathLockAdmin(admin.ModelAdmin):
                         reason=form.cleaned_data["reason"],
                         lock_id=lock.lock_id,
                         lease_seconds=form.cleaned_data["lease_seconds"],
+                        actor=admin_actor(request.user),
                     )
                     recovered += 1
                 except AppError as exc:
@@ -139,3 +152,37 @@ class PathLockAdmin(admin.ModelAdmin):
             "action": "recover_stale_lock",
         }
         return TemplateResponse(request, "admin/locks_app/pathlock/recover.html", context)
+
+    @admin.action(description="Force release (break glass)", permissions=["recover"])
+    def force_release(
+        self, request: HttpRequest, queryset: QuerySet[PathLock]
+    ) -> HttpResponse | None:
+        form = ForceReleaseForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            released = 0
+            for lock in queryset.select_related("channel"):
+                try:
+                    services.lock_force_release(
+                        channel=lock.channel,
+                        lock_id=lock.lock_id,
+                        actor=admin_actor(request.user),
+                        reason=form.cleaned_data["reason"],
+                    )
+                    released += 1
+                except AppError as exc:
+                    self.message_user(
+                        request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
+                    )
+            if released:
+                self.message_user(request, f"Released {released} lock(s).", messages.SUCCESS)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Force-release locks",
+            "opts": self.model._meta,
+            "locks": queryset.select_related("channel"),
+            "form": form,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            "action": "force_release",
+        }
+        return TemplateResponse(request, "admin/locks_app/pathlock/force_release.html", context)

@@ -1,8 +1,6 @@
 """Every read of locks_app: lock records, conflicts, lookups by id or path.
 
-A lock record is serialized by ``lock_to_dict`` exactly as the reference writes
-``locks/<lock_id>.json`` (REFERENCE-CLI §3.9): the same keys, timestamps with microseconds and
-``+00:00``.
+Records are spelled by ``locks_app.records``; conflicts are found by ``locks_app.conflicts``.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from agentchat.core.errors import AppError
 from agentchat.core.names import is_record_id
 from agentchat.core.paths import safe_text
 from channels_app.models import Channel
+from locks_app import records
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
@@ -32,58 +31,14 @@ def case_insensitive() -> bool:
 
 
 def lock_now() -> datetime:
-    """Now, to the second, as the reference's lock clock (so stored times end in .000000)."""
-    return clock.now().astimezone(UTC).replace(microsecond=0)
-
-
-def lock_timestamp(value: datetime | None) -> str | None:
-    """The one spelling of lock times: ``2026-11-29T15:46:20.000000+00:00``."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    """Now, precisely (``agentchat.core.clock``; no longer cut to the second, so a 1 s lock
+    taken at xx.95 lasts until (xx+1).95)."""
+    return clock.now().astimezone(UTC)
 
 
 def lock_is_expired(lock: PathLock, now: datetime | None = None) -> bool:
     """Expired when ``expires_at <= now`` (the reference's comparison)."""
-    return lock.expires_at <= (now or lock_now())
-
-
-def lock_paths(lock: PathLock) -> list[dict[str, str]]:
-    return [
-        {
-            "display_path": entry.display_path,
-            "kind": entry.kind,
-            "normalized_path": entry.normalized_path,
-        }
-        for entry in sorted(lock.entries.all(), key=lambda entry: entry.position)
-    ]
-
-
-def lock_to_dict(lock: PathLock) -> dict[str, Any]:
-    """The lock record (REFERENCE-CLI §3.9), keys sorted as in the reference's file."""
-    return {
-        "channel": lock.channel.name,
-        "expires_at": lock_timestamp(lock.expires_at),
-        "lock_id": lock.lock_id,
-        "locked_at": lock_timestamp(lock.locked_at),
-        "owner": lock.owner,
-        "paths": lock_paths(lock),
-        "previous_expires_at": lock_timestamp(lock.previous_expires_at),
-        "previous_owner": lock.previous_owner,
-        "recovery_reason": lock.recovery_reason,
-        "updated_at": lock_timestamp(lock.updated_at),
-    }
-
-
-def lock_conflict_to_dict(lock: PathLock, now: datetime) -> dict[str, Any]:
-    """One entry of a check result or a conflict error (the reference's conflict details)."""
-    return {
-        "lock_id": lock.lock_id,
-        "owner": lock.owner,
-        "expires_at": lock_timestamp(lock.expires_at),
-        "expired": lock_is_expired(lock, now),
-        "paths": lock_paths(lock),
-    }
+    return records.lock_is_expired(lock, now or lock_now())
 
 
 def _locks(channel: Channel) -> QuerySet[PathLock]:
@@ -138,7 +93,7 @@ def lock_check(*, channel: Channel, paths: Any) -> list[dict[str, Any]]:
     entries = paths_normalize(paths, case_insensitive=case_insensitive(), budget=budget)
     conflicts = lock_conflict_scan(channel=channel, entries=entries, budget=budget).run()
     now = lock_now()
-    return [lock_conflict_to_dict(lock, now) for lock in locks_by_pk(conflicts)]
+    return [records.lock_conflict_to_dict(lock, now) for lock in locks_by_pk(conflicts)]
 
 
 def lock_id_check(lock_id: Any) -> str:

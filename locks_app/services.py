@@ -1,4 +1,5 @@
-"""Every write of locks_app: lock, unlock, recover — one ``write_atomic()`` transaction each.
+"""Every write of locks_app: lock, unlock, recover, force release — one ``write_atomic()``
+transaction each.
 
 Races have one winner by construction. Inside the transaction the channel's lock mutations are
 serialized before conflicts are read: on SQLite the whole write transaction is (IMMEDIATE plus
@@ -10,14 +11,23 @@ Each successful mutation posts its audit message (REFERENCE-CLI §3.13) in the s
 transaction, so change and audit commit together or not at all. Validation order follows the
 reference: identity, then paths or reason, then state (conflict, not found, not stale), then
 the duration.
+
+Conflicts are looked up through the anchor index and compared before the write transaction
+(``locks_app.conflicts``); inside it, only what appeared in between is compared again.
+
+Times come from the precise clock (``agentchat.core.clock``): a lock of 1 s lasts 1 s, and
+lasts at most ``AGENTCHAT_MAX_LEASE_SECONDS`` (``agentchat.core.records.duration_check``).
+
+Who acts and who owns are separate for the admin's actions (the brief's one convention): the
+audit message is sent by ``actor`` (``agentchat.core.services.admin_actor`` of the admin), and
+its payload adds ``"actor"`` when the actor is not the lock's new owner.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -26,20 +36,25 @@ from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from agentchat.core.paths import safe_text
+from agentchat.core.records import expiry_after
+from agentchat.core.validation import text_check
 from channels_app.models import Channel
 from channels_app.services import audit_post
-from locks_app import selectors
+from locks_app import records, selectors
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import PathEntry, entry_anchors, paths_normalize
+from locks_app.records import (
+    EVENT_FORCE_RELEASED,
+    EVENT_LOCKED,
+    EVENT_RECOVERED,
+    EVENT_UNLOCKED,
+)
 
 DEFAULT_LEASE_SECONDS = 300.0
 REASON_MAX = 1000
-
-EVENT_LOCKED = "path.locked"
-EVENT_UNLOCKED = "path.lock.unlocked"
-EVENT_RECOVERED = "path.lock.recovered"
+DURATION_CODE = "PATH_LOCK_INVALID_DURATION"
 
 
 def lock_owner_check(owner: Any) -> str:
@@ -48,66 +63,23 @@ def lock_owner_check(owner: Any) -> str:
 
 
 def lock_reason_check(reason: Any) -> str:
-    """A non-empty single line without control characters. Raises PATH_LOCK_INVALID_REASON."""
-    if not isinstance(reason, str) or not reason.strip():
+    """A recovery or force-release reason. The reference's rule for path locks (not blank, no
+    C0/DEL/C1 control character or lone surrogate), as a one-line field (so also no U+2028 or
+    U+2029), and at most ``REASON_MAX`` characters. Raises PATH_LOCK_INVALID_REASON."""
+    if reason is None:
         raise AppError(
             "PATH_LOCK_INVALID_REASON",
-            "recovery reason must not be empty",
+            "reason must not be empty",
             detail={"field": "reason"},
         )
-    if any(
-        ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F or 0xD800 <= ord(char) <= 0xDFFF
-        for char in reason
-    ):
-        raise AppError(
-            "PATH_LOCK_INVALID_REASON",
-            "recovery reason contains a forbidden control character",
-            detail={"field": "reason"},
-        )
-    if len(reason) > REASON_MAX:
-        raise AppError(
-            "PATH_LOCK_INVALID_REASON",
-            f"recovery reason is over {REASON_MAX} characters",
-            detail={"field": "reason"},
-        )
-    return reason
-
-
-def lock_duration(value: Any) -> float:
-    """A positive finite number of seconds (JSON number; not a boolean, string or null).
-
-    Raises PATH_LOCK_INVALID_DURATION.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AppError(
-            "PATH_LOCK_INVALID_DURATION",
-            "lock duration must be a positive number of seconds",
-            detail={"lease_seconds": safe_text(value)},
-        )
-    try:
-        seconds = float(value)
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise AppError(
-            "PATH_LOCK_INVALID_DURATION",
-            "lock duration must be positive",
-            detail={"lease_seconds": safe_text(value if math.isfinite(seconds) else str(value))},
-        )
-    return seconds
-
-
-def lock_expiry(now: datetime, lease_seconds: Any) -> datetime:
-    """``now + lease_seconds``. Raises PATH_LOCK_INVALID_DURATION (also when out of range)."""
-    seconds = lock_duration(lease_seconds)
-    try:
-        return now + timedelta(seconds=seconds)
-    except (OverflowError, ValueError):
-        raise AppError(
-            "PATH_LOCK_INVALID_DURATION",
-            "lock duration is outside the supported timestamp range",
-            detail={"lease_seconds": seconds},
-        ) from None
+    return text_check(
+        reason,
+        field="reason",
+        code="PATH_LOCK_INVALID_REASON",
+        single_line=True,
+        max_chars=REASON_MAX,
+        allow_empty=False,
+    )
 
 
 def _serialize_channel(channel: Channel) -> None:
@@ -117,7 +89,7 @@ def _serialize_channel(channel: Channel) -> None:
 
 
 def _conflict_error(locks: list[PathLock], now: datetime, operation: str) -> AppError:
-    details = [selectors.lock_conflict_to_dict(lock, now) for lock in locks]
+    details = [records.lock_conflict_to_dict(lock, now) for lock in locks]
     if any(item["expired"] for item in details):
         return AppError(
             "PATH_LOCK_RECOVERY_REQUIRED",
@@ -136,28 +108,18 @@ def _audit(
     channel: Channel,
     actor: str,
     previous: dict[str, Any] | None = None,
+    reason: str | None = None,
 ) -> None:
-    """Post the audit message of a mutation (REFERENCE-CLI §3.13), inside its transaction."""
-    payload: dict[str, Any] = {
-        "channel": record["channel"],
-        "event": event,
-        "expires_at": record["expires_at"],
-        "lease_expires_at": record["expires_at"],
-        "lock_id": record["lock_id"],
-        "owner": record["owner"],
-        "paths": record["paths"],
-        "transaction_id": uuid.uuid4().hex,
-        "updated_at": record["updated_at"],
-    }
-    if previous is not None:
-        payload.update(
-            {
-                "previous_owner": previous["owner"],
-                "previous_expires_at": previous["expires_at"],
-                "previous_lease_expires_at": previous["expires_at"],
-                "recovery_reason": record["recovery_reason"],
-            }
-        )
+    """Post the audit message of a mutation (REFERENCE-CLI §3.13), inside its transaction,
+    sent by ``actor`` (``records.lock_audit_payload`` says when it is named in the body)."""
+    payload = records.lock_audit_payload(
+        event,
+        record,
+        transaction_id=uuid.uuid4().hex,
+        previous=previous,
+        actor=actor,
+        reason=reason,
+    )
     audit_post(
         channel=channel, actor=actor, event=event, subject=record["lock_id"], payload=payload
     )
@@ -222,7 +184,7 @@ def lock_acquire(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
-        expires_at = lock_expiry(now, lease_seconds)
+        expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,
             channel=channel,
@@ -233,7 +195,7 @@ def lock_acquire(
         )
         _entries_create(lock, entries)
         lock = _reload(lock)
-        _audit(EVENT_LOCKED, selectors.lock_to_dict(lock), channel=channel, actor=owner)
+        _audit(EVENT_LOCKED, records.lock_to_dict(lock), channel=channel, actor=owner)
     return lock
 
 
@@ -269,7 +231,7 @@ def lock_release(
                 f"lock {lock.lock_id} belongs to {lock.owner}",
                 detail={"lock_id": lock.lock_id, "owner": owner, "current_owner": lock.owner},
             )
-        record = selectors.lock_to_dict(lock)
+        record = records.lock_to_dict(lock)
         deleted, _ = PathLock.objects.filter(pk=lock.pk, owner=owner).delete()
         if not deleted:  # compare-and-set, as in lock_recover
             raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
@@ -289,13 +251,16 @@ def lock_recover(
     channel: Channel,
     owner: str,
     reason: Any,
+    actor: str | None = None,
     lock_id: str | None = None,
     path: str | None = None,
     lease_seconds: Any = DEFAULT_LEASE_SECONDS,
 ) -> PathLock:
     """Give an expired lock to ``owner`` with a fresh lease, keeping its id and paths and
     recording the previous owner, previous expiry and the reason; posts
-    ``path.lock.recovered``. Anyone may recover, the previous owner included.
+    ``path.lock.recovered``, sent by ``actor`` (default: the owner; an admin recovering for
+    someone passes ``admin_actor``, and the payload then names them as ``"actor"``). Anyone
+    may recover, the previous owner included.
 
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_REASON (checked before expiry, as in the
     reference), PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND, PATH_LOCK_NOT_STALE (still
@@ -303,7 +268,8 @@ def lock_recover(
     paths), PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
-    lock_reason_check(reason)
+    reason = lock_reason_check(reason)
+    actor = owner if actor is None else actor
     budget = WorkBudget()
     scan: ConflictScan | None = None
     with contextlib.suppress(AppError):  # judged again, in the reference's order, below
@@ -316,14 +282,14 @@ def lock_recover(
         _serialize_channel(channel)
         lock = _target(channel, lock_id, path)
         now = selectors.lock_now()
-        if not selectors.lock_is_expired(lock, now):
+        if not records.lock_is_expired(lock, now):
             raise AppError(
                 "PATH_LOCK_NOT_STALE",
                 f"lock {lock.lock_id} is still active",
                 detail={
                     "lock_id": lock.lock_id,
                     "owner": lock.owner,
-                    "expires_at": selectors.lock_timestamp(lock.expires_at),
+                    "expires_at": records.lock_timestamp(lock.expires_at),
                 },
             )
         if scan is None or scan.exclude_lock_pk != lock.pk:
@@ -331,8 +297,8 @@ def lock_recover(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "recovery request")
-        expires_at = lock_expiry(now, lease_seconds)
-        previous = selectors.lock_to_dict(lock)
+        expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
+        previous = records.lock_to_dict(lock)
         # Compare-and-set on what was read: a concurrent change (impossible while the channel
         # is serialized, but cheap to rule out) makes this update match nothing.
         updated = PathLock.objects.filter(
@@ -351,9 +317,34 @@ def lock_recover(
         lock = _reload(lock)
         _audit(
             EVENT_RECOVERED,
-            selectors.lock_to_dict(lock),
+            records.lock_to_dict(lock),
             channel=channel,
-            actor=owner,
+            actor=actor,
             previous=previous,
         )
     return lock
+
+
+def lock_force_release(
+    *, channel: Channel, lock_id: str, actor: str, reason: Any
+) -> dict[str, Any]:
+    """The admin's break-glass release: remove a lock, active or expired, whoever owns it.
+    Posts ``path.lock.force_released`` sent by ``actor`` (``admin_actor`` of the admin), its
+    payload the record as it was (as for an unlock) plus ``"actor"`` and ``"reason"``;
+    returns the record as it was.
+
+    Raises PATH_LOCK_INVALID_REASON, PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND,
+    PATH_LOCK_CONFLICT (changed concurrently).
+    """
+    reason = lock_reason_check(reason)
+    with write_atomic():
+        _serialize_channel(channel)
+        lock = selectors.lock_get(channel=channel, lock_id=lock_id)
+        record = records.lock_to_dict(lock)
+        deleted, _ = PathLock.objects.filter(
+            pk=lock.pk, owner=lock.owner, expires_at=lock.expires_at
+        ).delete()
+        if not deleted:
+            raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
+        _audit(EVENT_FORCE_RELEASED, record, channel=channel, actor=actor, reason=reason)
+    return record

@@ -16,7 +16,7 @@ from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
-from locks_app import selectors, services
+from locks_app import records, selectors, services
 from locks_app.api import serializers as s
 
 # The codes the views raise, in groups the operations share (statuses and meanings come from
@@ -34,7 +34,7 @@ class LockListCreateApi(APIView):
     )
     def get(self, request: Request, name: str) -> Response:
         locks = selectors.lock_list(channel=channel_get(name, viewer=request.user.name))
-        return Response({"locks": [selectors.lock_to_dict(lock) for lock in locks]})
+        return Response({"locks": [records.lock_to_dict(lock) for lock in locks]})
 
     @extend_schema(
         operation_id="locks_lock",
@@ -52,7 +52,7 @@ class LockListCreateApi(APIView):
             paths=data["paths"],
             lease_seconds=data["lease_seconds"],
         )
-        return Response(selectors.lock_to_dict(lock), status=http.HTTP_201_CREATED)
+        return Response(records.lock_to_dict(lock), status=http.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="locks_unlock_by_path",
@@ -108,7 +108,7 @@ class LockDetailApi(APIView):
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
         )
-        return Response(selectors.lock_to_dict(lock))
+        return Response(records.lock_to_dict(lock))
 
     @extend_schema(
         operation_id="locks_unlock",
@@ -148,4 +148,4 @@ class LockRecoverApi(APIView):
             lock_id=lock_id,
             lease_seconds=data["lease_seconds"],
         )
-        return Response(selectors.lock_to_dict(lock))
+        return Response(records.lock_to_dict(lock))

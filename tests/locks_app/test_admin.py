@@ -125,3 +125,115 @@ def test_admin_cannot_edit_or_delete_locks(admin_client, locks):
     delete = reverse("admin:locks_app_pathlock_delete", args=[pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
     assert PathLock.objects.filter(pk=pk).exists()
+
+
+def last_audit() -> Message:
+    return Message.objects.filter(kind=Message.Kind.AUDIT).order_by("-seq").first()
+
+
+def recover(admin_client, pk, owner="bob", reason="alice is gone"):
+    return admin_client.post(
+        CHANGELIST,
+        {
+            "action": "recover_stale_lock",
+            "_selected_action": [pk],
+            "apply": "1",
+            "owner": owner,
+            "reason": reason,
+            "lease_seconds": "600",
+        },
+        follow=True,
+    )
+
+
+def test_a_recovery_by_the_admin_is_sent_by_the_admin_for_the_new_owner(
+    admin_client, admin_user, locks
+):
+    # The brief's one convention: the admin is the sender and is named as "actor"; the
+    # payload's owner is the new owner (the lock side once posted it as the new owner).
+    recover(admin_client, pk_of(locks["stale"]["lock_id"]))
+    audit = last_audit()
+    payload = json.loads(audit.body)
+    assert audit.sender == admin_user.get_username() == "admin"
+    assert (payload["owner"], payload["previous_owner"]) == ("bob", "alice")
+    assert payload["actor"] == "admin"
+
+
+def test_the_admins_linked_agent_is_the_actor(admin_client, admin_user, locks):
+    from agentchat.core.models import Agent
+
+    Agent.objects.filter(name="bob").update(user=admin_user)
+    recover(admin_client, pk_of(locks["stale"]["lock_id"]), owner="bob")
+    audit = last_audit()
+    assert audit.sender == "bob"
+    assert "actor" not in json.loads(audit.body)  # the actor is the new owner
+
+
+def force_release(admin_client, pk, reason):
+    data = {"action": "force_release", "_selected_action": [pk]}
+    if reason is not None:
+        data.update({"apply": "1", "reason": reason})
+    return admin_client.post(CHANGELIST, data, follow=True)
+
+
+def test_force_release_asks_for_a_reason_first(admin_client, locks):
+    pk = pk_of(locks["active"]["lock_id"])
+    r = force_release(admin_client, pk, None)
+    assert r.status_code == 200
+    assert 'name="reason"' in r.content.decode()
+    assert "Force release" in r.content.decode()
+    r = force_release(admin_client, pk, "")  # required: the form again, nothing released
+    assert 'name="reason"' in r.content.decode()
+    assert PathLock.objects.filter(pk=pk).exists()
+
+
+def test_force_release_removes_an_active_lock_and_audits_the_admin_and_reason(
+    admin_client, api_for, locks
+):
+    record = locks["active"]
+    r = force_release(admin_client, pk_of(record["lock_id"]), "session crashed, holds docs/")
+    assert "Released 1 lock(s)." in r.content.decode()
+    assert not PathLock.objects.filter(lock_id=record["lock_id"]).exists()
+    audit = last_audit()
+    assert (audit.status, audit.title, audit.sender, audit.to) == (
+        "path.lock.force_released",
+        f"path.lock.force_released {record['lock_id']}",
+        "admin",
+        [],
+    )
+    payload = json.loads(audit.body)
+    assert {key: payload[key] for key in ("lock_id", "owner", "paths", "expires_at")} == {
+        key: record[key] for key in ("lock_id", "owner", "paths", "expires_at")
+    }
+    assert payload["updated_at"] == record["updated_at"]
+    assert (payload["actor"], payload["reason"]) == ("admin", "session crashed, holds docs/")
+    # The paths are free again.
+    bob = api_for("bob")
+    r = bob.post("/api/v1/channels/review/locks/", {"paths": ["docs/x.md"]}, format="json")
+    assert r.status_code == 201
+
+
+@pytest.mark.parametrize("reason", ["   ", "two\nlines", "esc\x1b[31m", "x" * 1001])
+def test_force_release_refuses_a_bad_reason_and_changes_nothing(admin_client, locks, reason):
+    pk = pk_of(locks["active"]["lock_id"])
+    audits = Message.objects.count()
+    r = force_release(admin_client, pk, reason)
+    html = r.content.decode()
+    assert "PATH_LOCK_INVALID_REASON" in html or 'name="reason"' in html
+    assert PathLock.objects.filter(pk=pk).exists()
+    assert Message.objects.count() == audits
+
+
+def test_force_release_service_refuses_unknown_and_malformed_ids(locks):
+    from agentchat.core.errors import AppError
+    from channels_app.models import Channel
+    from locks_app.services import lock_force_release
+
+    channel = Channel.objects.get(name="review")
+    for lock_id, expected in (
+        ("0" * 32, "PATH_LOCK_NOT_FOUND"),
+        ("bad id", "PATH_LOCK_INVALID_LOCK_ID"),
+    ):
+        with pytest.raises(AppError) as exc:
+            lock_force_release(channel=channel, lock_id=lock_id, actor="admin", reason="x")
+        assert exc.value.code == expected

@@ -139,7 +139,6 @@ def test_lock_returns_201_with_the_reference_record(alice, review, clock):
     assert all(list(entry) == REFERENCE_PATH_KEYS for entry in record["paths"])
     for key in ("expires_at", "locked_at", "updated_at"):
         assert TIMESTAMP.match(record[key]), record[key]
-        assert record[key].endswith(".000000+00:00")
     assert record["locked_at"] == record["updated_at"]
     assert parse(record["expires_at"]) - parse(record["locked_at"]) == timedelta(seconds=900)
     assert record["previous_owner"] is None
@@ -197,7 +196,47 @@ def test_default_lease_is_300_seconds_and_fractions_are_kept(alice, review):
     record = lock(alice, "a").json()
     assert parse(record["expires_at"]) - parse(record["locked_at"]) == timedelta(seconds=300)
     record = lock(alice, "b", lease_seconds=1.5).json()
-    assert record["expires_at"].endswith(".500000+00:00")
+    assert parse(record["expires_at"]) - parse(record["locked_at"]) == timedelta(seconds=1.5)
+
+
+def test_times_are_precise_so_a_one_second_lock_lasts_one_second(alice, bob, review, clock):
+    # Taken at xx.95: with "now" cut to the second it expired 0.05 s later (issue 8 item 11).
+    clock.current = clock.current.replace(microsecond=950_000)
+    record = lock(alice, "src", lease_seconds=1).json()
+    assert record["locked_at"].endswith(".950000+00:00")
+    assert parse(record["expires_at"]) == clock.current + timedelta(seconds=1)
+    clock.advance(0.5)
+    assert code(lock(bob, "src/a.py")) == "PATH_LOCK_CONFLICT"
+    assert check(bob, "src").json()["conflicts"][0]["expired"] is False
+    clock.advance(0.5)  # expires_at <= now: expired
+    assert code(lock(bob, "src/a.py")) == "PATH_LOCK_RECOVERY_REQUIRED"
+
+
+@pytest.mark.parametrize("lease", [86_400, 86_400.0, 0.001])
+def test_leases_up_to_the_maximum_are_granted(alice, review, lease):
+    record = lock(alice, "a", lease_seconds=lease).json()
+    assert parse(record["expires_at"]) - parse(record["locked_at"]) == timedelta(seconds=lease)
+
+
+@pytest.mark.parametrize("lease", ["86400.001", "86401", "2.5e11", "1e308"])
+def test_leases_over_the_maximum_are_refused(alice, review, lease):
+    # A lock of "." for 2.5e11 s was granted: nobody could ever recover it.
+    before = state()
+    r = raw_post(alice, LOCKS, f'{{"paths": ["."], "lease_seconds": {lease}}}')
+    assert (r.status_code, code(r)) == (400, "PATH_LOCK_INVALID_DURATION")
+    assert r.json()["error"]["detail"]["max"] == 86400
+    assert state() == before
+
+
+def test_the_maximum_lease_is_a_setting(alice, bob, review, settings, clock):
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 60
+    assert code(lock(alice, "a", lease_seconds=61)) == "PATH_LOCK_INVALID_DURATION"
+    record = lock(alice, "a", lease_seconds=60).json()
+    clock.advance(61)
+    url = f"{LOCKS}{record['lock_id']}/recover/"
+    r = bob.post(url, {"reason": "gone", "lease_seconds": 61}, format="json")
+    assert code(r) == "PATH_LOCK_INVALID_DURATION"
+    assert bob.post(url, {"reason": "gone", "lease_seconds": 60}, format="json").status_code == 200
 
 
 @pytest.mark.parametrize(
