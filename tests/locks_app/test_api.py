@@ -771,3 +771,117 @@ def test_no_input_causes_a_server_error_or_escapes(alice, review, raw):
     query = quote(raw.encode("utf-8", "surrogatepass"))
     r = alice.delete(LOCKS + "?path=" + query)
     assert r.status_code in {200, 400, 404}, r.content
+
+
+# --- hostile strings in every field --------------------------------------------------------
+
+HOSTILE_PATHS = [
+    ("\\ud800", "INVALID_TEXT"),  # a lone surrogate: refused by the body parser
+    ("src/\\udfff.py", "INVALID_TEXT"),
+    ("a\\u0000", "INVALID_TEXT"),
+    ("src/a.py\\n", "PATH_LOCK_INVALID_PATH"),
+    ("src\\u001b[31m/a", "PATH_LOCK_INVALID_PATH"),
+    ("src\\u0085/a", "PATH_LOCK_INVALID_PATH"),
+    ("src\\u202e/a", "PATH_LOCK_INVALID_PATH"),
+    ("x" * 1025, "PATH_LOCK_INVALID_PATH"),
+    ("/".join(["d"] * 129), "PATH_LOCK_INVALID_PATH"),
+]
+
+
+@pytest.mark.parametrize(("path", "expected"), HOSTILE_PATHS)
+@pytest.mark.parametrize("endpoint", ["", "check/"])
+def test_hostile_paths_get_a_clean_400_and_change_nothing(alice, review, path, expected, endpoint):
+    before = state()
+    r = raw_post(alice, LOCKS + endpoint, f'{{"paths": ["{path}"]}}')
+    assert (r.status_code, code(r)) == (400, expected), r.content
+    assert state() == before
+
+
+@pytest.mark.parametrize(
+    "path", ["src/a.py%0A", "%1B[31m", "%E2%80%AE", "x" * 5000, "%ED%A0%80", "a%00b", "..%2Fx"]
+)
+def test_hostile_unlock_by_path_names_no_lock(alice, review, path):
+    lock(alice, "src/a.py")
+    before = state()
+    r = alice.delete(LOCKS + "?path=" + path)
+    assert (r.status_code, code(r)) == (404, "PATH_LOCK_NOT_FOUND"), r.content
+    assert state() == before
+
+
+@pytest.mark.parametrize(
+    "lock_id",
+    [
+        "%0A",
+        "abc%0A",  # a trailing newline once passed the id rule
+        "%D9%A3" * 3,  # Arabic-Indic digits
+        "\uff11" * 32,  # full-width digits
+        "a" * 65,
+        "a" * 5000,
+        "%ED%A0%80",
+        "a%00",
+        "..",
+        "-a",
+    ],
+)
+def test_hostile_lock_ids_get_a_clean_4xx(alice, bob, review, clock, lock_id):
+    lock(alice, "src", lease_seconds=1)
+    clock.advance(5)
+    before = state()
+    responses = [
+        alice.get(f"{LOCKS}{lock_id}/"),
+        alice.delete(f"{LOCKS}{lock_id}/"),
+        bob.post(f"{LOCKS}{lock_id}/recover/", {"reason": "x"}, format="json"),
+    ]
+    for r in responses:
+        assert (r.status_code, code(r)) == (400, "PATH_LOCK_INVALID_LOCK_ID"), r.content
+    assert state() == before
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ('"\\ud800"', "INVALID_TEXT"),
+        ('"gone\\n"', "PATH_LOCK_INVALID_REASON"),
+        ('"a\\u2028b"', "PATH_LOCK_INVALID_REASON"),
+        ('"a\\u000bb"', "PATH_LOCK_INVALID_REASON"),
+        ('"\\u001b]0;pwned\\u0007"', "PATH_LOCK_INVALID_REASON"),
+        ('"' + "r" * 1001 + '"', "PATH_LOCK_INVALID_REASON"),
+        ('"' + "r" * 600_000 + '"', "FIELD_TOO_LARGE"),
+        ("[]", "PATH_LOCK_INVALID_REASON"),
+        ('{"a": 1}', "PATH_LOCK_INVALID_REASON"),
+    ],
+)
+def test_hostile_reasons_get_a_clean_4xx(alice, bob, review, clock, reason, expected):
+    record = lock(alice, "src", lease_seconds=1).json()
+    clock.advance(5)
+    before = state()
+    r = raw_post(bob, f"{LOCKS}{record['lock_id']}/recover/", f'{{"reason": {reason}}}')
+    assert r.status_code in {400, 413}, r.content
+    assert code(r) == expected
+    assert state() == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"paths": ["a"], "\\ud800": 1}',
+        '{"paths": ["a"], "lease_seconds": "\\u0663\\u0660\\u0660"}',
+        '{"paths": ["a"], "lease_seconds": "300\\n"}',
+        '{"paths": ["a"], "lease_seconds": 1e999}',
+        '{"paths": ["a"], "lease_seconds": ' + "9" * 5000 + "}",
+        '{"paths": ' + "[" * 70 + "]" * 70 + "}",
+    ],
+)
+def test_hostile_lock_bodies_get_a_clean_400(alice, review, body):
+    before = state()
+    r = raw_post(alice, LOCKS, body)
+    assert r.status_code == 400, r.content
+    assert code(r) in {
+        "INVALID_TEXT",
+        "INVALID_JSON",
+        "JSON_TOO_DEEP",
+        "UNKNOWN_FIELD",
+        "PATH_LOCK_INVALID_DURATION",
+        "PATH_LOCK_INVALID_PATH",
+    }
+    assert state() == before
