@@ -45,10 +45,14 @@ class LockCreateInput(StrictSerializer):
     paths = PathsField(
         required=False,
         default=None,
-        help_text="workspace-relative paths or glob patterns; a trailing / marks a directory",
+        help_text="1-64 workspace-relative paths or glob patterns (at most 16 wildcards each); "
+        "a trailing / marks a directory",
     )
     lease_seconds = LeaseSecondsField(
-        required=False, default=300, help_text="positive finite seconds (default 300)"
+        required=False,
+        default=300,
+        help_text="seconds > 0, at most AGENTCHAT_MAX_LEASE_SECONDS (24 h unless configured); "
+        "default 300",
     )
 
 
@@ -59,8 +63,12 @@ class LockCheckInput(StrictSerializer):
 
 class LockRecoverInput(StrictSerializer):
     openapi_schema = {"required": ["reason"]}
-    reason = ReasonField(required=False, default=None, help_text="non-empty, single line")
-    lease_seconds = LeaseSecondsField(required=False, default=300)
+    reason = ReasonField(
+        required=False, default=None, help_text="non-empty, one line, at most 1000 characters"
+    )
+    lease_seconds = LeaseSecondsField(
+        required=False, default=300, help_text="the new lease: as for locking"
+    )
 
 
 class LockPathOutput(serializers.Serializer):
