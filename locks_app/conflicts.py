@@ -143,10 +143,12 @@ class ConflictScan:
             for row in rows.filter(**{f"{self.field}__in": chunk}).values_list(*columns):
                 found[row[0]] = row
         for chunk in _chunks(anchors, RANGE_CHUNK):
-            condition = Q()
-            for anchor in chunk:
-                condition |= _below(self.field, anchor)
-            for row in rows.filter(condition).values_list(*columns):
+            # One SELECT per range, joined by UNION ALL: given one WHERE with an OR of many
+            # ranges, SQLite's planner scanned the whole channel instead.
+            parts = [
+                rows.filter(_below(self.field, anchor)).values_list(*columns) for anchor in chunk
+            ]
+            for row in parts[0].union(*parts[1:], all=True):
                 found[row[0]] = row
         return list(found.values())
 
