@@ -44,8 +44,6 @@ from typing import Any
 from agentchat.core.errors import AppError
 from agentchat.core.paths import WORKSPACE, path_segments, safe_text
 
-INVALID_PATH = "PATH_LOCK_INVALID_PATH"
-TOO_COMPLEX = "PATH_LOCK_PATTERN_TOO_COMPLEX"
 MAX_PATTERN_SEGMENT_CHARS = 128
 MAX_PATTERN_WILDCARDS = 16
 # Steps of comparison one request may spend. A step took 0.3-1.3 µs on this project's 2-core
@@ -60,7 +58,7 @@ _SLASH = ord("/")
 
 
 def _invalid(message: str, path: Any) -> AppError:
-    return AppError(INVALID_PATH, message, detail={"path": safe_text(path)})
+    return AppError("PATH_LOCK_INVALID_PATH", message, detail={"path": safe_text(path)})
 
 
 class WorkBudget:
@@ -81,7 +79,7 @@ class WorkBudget:
         self.left -= steps
         if self.left < 0:
             raise AppError(
-                TOO_COMPLEX,
+                "PATH_LOCK_PATTERN_TOO_COMPLEX",
                 "comparing these paths with each other and with the locks held takes too much "
                 "work: use fewer or more specific glob patterns",
                 detail={"work_limit": self.limit},

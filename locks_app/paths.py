@@ -24,7 +24,6 @@ from agentchat.core.paths import (
 )
 from locks_app.globs import (
     MAX_PATTERN_WILDCARDS,
-    TOO_COMPLEX,
     UNBOUNDED,
     WorkBudget,
     has_glob,
@@ -34,7 +33,6 @@ from locks_app.globs import (
     wildcard_count,
 )
 
-INVALID_PATH = "PATH_LOCK_INVALID_PATH"
 MAX_PATHS = 64
 MAX_ANCHOR_BYTES = 1024
 
@@ -61,14 +59,16 @@ def path_normalize(raw: Any, *, case_insensitive: bool = False) -> PathEntry:
     Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (over
     ``MAX_PATTERN_WILDCARDS`` wildcards).
     """
-    path = workspace_path_normalize(raw, code=INVALID_PATH, case_insensitive=case_insensitive)
+    path = workspace_path_normalize(
+        raw, code="PATH_LOCK_INVALID_PATH", case_insensitive=case_insensitive
+    )
     for segment in path_segments(path.normalized):
         if has_glob(segment):
             pattern_segment_check(segment, raw)
     wildcards = wildcard_count(path.normalized)
     if wildcards > MAX_PATTERN_WILDCARDS:
         raise AppError(
-            TOO_COMPLEX,
+            "PATH_LOCK_PATTERN_TOO_COMPLEX",
             f"a path may hold at most {MAX_PATTERN_WILDCARDS} wildcards (*, ?, [...], **)",
             detail={"path": safe_text(raw), "wildcards": wildcards, "limit": MAX_PATTERN_WILDCARDS},
         )
@@ -86,11 +86,15 @@ def paths_normalize(
     """
     if not isinstance(raw_paths, (list, tuple)) or not raw_paths:
         raise AppError(
-            INVALID_PATH, "at least one path is required", detail={"paths": safe_text(raw_paths)}
+            "PATH_LOCK_INVALID_PATH",
+            "at least one path is required",
+            detail={"paths": safe_text(raw_paths)},
         )
     if len(raw_paths) > MAX_PATHS:
         raise AppError(
-            INVALID_PATH, f"at most {MAX_PATHS} paths per request", detail={"limit": MAX_PATHS}
+            "PATH_LOCK_INVALID_PATH",
+            f"at most {MAX_PATHS} paths per request",
+            detail={"limit": MAX_PATHS},
         )
     entries: list[PathEntry] = []
     for raw in raw_paths:
