@@ -71,15 +71,6 @@ def _concrete_overlap(left: str, right: str) -> bool:
     return left.startswith(right + "/") or right.startswith(left + "/")
 
 
-def _below(field: str, anchor: str) -> Q:
-    """Entries whose anchor lies below ``anchor``. PostgreSQL's collations do not order text by
-    code point, so there a ``LIKE 'a/%'`` on the text_pattern_ops index; SQLite compares text
-    bytewise (UTF-8, so by code point) and takes the range ['a/', 'a0'), '0' following '/'."""
-    if connection.vendor == "postgresql":
-        return Q(**{f"{field}__startswith": anchor + "/"})
-    return Q(**{f"{field}__gte": anchor + "/", f"{field}__lt": anchor + "0"})
-
-
 def _chunks(values: Sequence[str], size: int) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
@@ -143,14 +134,52 @@ class ConflictScan:
             for row in rows.filter(**{f"{self.field}__in": chunk}).values_list(*columns):
                 found[row[0]] = row
         for chunk in _chunks(anchors, RANGE_CHUNK):
-            # One SELECT per range, joined by UNION ALL: given one WHERE with an OR of many
-            # ranges, SQLite's planner scanned the whole channel instead.
-            parts = [
-                rows.filter(_below(self.field, anchor)).values_list(*columns) for anchor in chunk
-            ]
-            for row in parts[0].union(*parts[1:], all=True):
+            for row in self._below_rows(chunk):
                 found[row[0]] = row
         return list(found.values())
+
+    def _below_rows(self, anchors: Sequence[str]) -> list[tuple[int, int, str, str]]:
+        """The entries whose anchor lies below one of ``anchors``: one index range scan per
+        anchor, joined to a VALUES list of the ranges. (As one WHERE with an OR of many
+        ranges, SQLite's planner scanned the whole channel; as a UNION of ORM querysets,
+        compiling them cost 25 ms.) A range is ['a/', 'a0'), '0' following '/', compared by
+        code point: SQLite compares text bytewise in UTF-8, and PostgreSQL's ``~>=~`` /
+        ``~<~`` are the bytewise operators of the text_pattern_ops index (its collations do
+        not order by code point)."""
+        meta = PathLockEntry._meta
+        quote = connection.ops.quote_name
+        column = quote(meta.get_field(self.field).column)
+        if connection.vendor == "postgresql":
+            values = ", ".join(["(%s::text, %s::text)"] * len(anchors))
+            ranges = f"(VALUES {values}) AS r (low, high)"
+            within = f"e.{column} ~>=~ r.low AND e.{column} ~<~ r.high"
+        elif connection.vendor == "sqlite":
+            values = ", ".join(["(%s, %s)"] * len(anchors))
+            ranges = f"(VALUES {values}) AS r"
+            within = f"e.{column} >= r.column1 AND e.{column} < r.column2"
+        else:  # not a database this project runs on: correct, if slower
+            rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
+            if self.exclude_lock_pk is not None:
+                rows = rows.exclude(lock_id=self.exclude_lock_pk)
+            condition = Q()
+            for anchor in anchors:
+                condition |= Q(**{f"{self.field}__startswith": anchor + "/"})
+            columns = ("pk", "lock_id", "normalized_path", self.field)
+            return list(rows.filter(condition).values_list(*columns))
+        lock = quote(meta.get_field("lock").column)
+        sql = (
+            f"SELECT e.{quote(meta.pk.column)}, e.{lock}, e.{quote('normalized_path')}, "
+            f"e.{column} FROM {ranges} JOIN {quote(meta.db_table)} AS e "
+            f"ON e.{quote(meta.get_field('channel').column)} = %s AND {within}"
+        )
+        params: list[object] = [b for anchor in anchors for b in (anchor + "/", anchor + "0")]
+        params.append(self.channel.pk)
+        if self.exclude_lock_pk is not None:
+            sql += f" AND e.{lock} <> %s"
+            params.append(self.exclude_lock_pk)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [tuple(row) for row in cursor.fetchall()]
 
     def _meets(self, anchor: str) -> Iterator[_Wanted]:
         if anchor == WORKSPACE:
