@@ -1,11 +1,12 @@
 """Which held lock entries overlap a request's entries: looked up through the anchor index,
 then decided exactly (``locks_app.globs``). Reads only.
 
-Every path an entry covers lies at or below its literal anchor (``PathLockEntry.anchor``), so
+Every path an entry covers lies at or below its literal anchor (``PathLockEntry.index_key`` is
+``<channel id>:<anchor>``), so
 two entries can overlap only when one's anchor is an ancestor of, equal to, or below the
 other's. The candidates of a request are therefore the held entries whose anchor is one of
-the ancestors-or-self of a requested anchor (one ``IN`` lookup) or lies below one (a prefix
-range per requested anchor), both on the ``(channel, anchor)`` index: a lock or check of
+the ancestors-or-self of a requested anchor or lies below one: an equality or a prefix-range
+probe of the key's index for each (all in one query): a lock or check of
 concrete paths, or of patterns with a literal prefix, costs the same with 10 or 10,000 paths
 held (issue 8 item 5; ``bench/bench_locks.py``). Only a requested ``.`` or leading-wildcard
 pattern (anchor ``.``) has every held entry as a candidate, as it may overlap any of them.
@@ -18,15 +19,16 @@ towards every later request that may overlap them.
 A ``ConflictScan`` can run twice: first before the write transaction, where the comparisons
 cost nothing to anyone waiting on the writer; then inside it, where it re-reads the candidate
 ids and compares only the entries that appeared in between (an entry's path never changes
-under its id). Case-insensitive matching uses ``anchor_folded`` and folded match keys.
+under its id). Case-insensitive matching uses ``index_key_folded`` and folded match keys.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 
 from channels_app.models import Channel
@@ -38,10 +40,12 @@ from locks_app.globs import (
     paths_overlap,
 )
 from locks_app.models import PathLockEntry
-from locks_app.paths import WORKSPACE, PathEntry, anchor_key, match_key
+from locks_app.paths import WORKSPACE, PathEntry, anchor_key, index_key, match_key
 
-IN_CHUNK = 500  # values per IN lookup (well under SQLite's limit on bound parameters)
-RANGE_CHUNK = 64  # prefix ranges per query (a request has at most 64 paths)
+# SELECTs per UNION ALL: SQLite allows 500 terms in a compound SELECT, and each has 3-4 bound
+# parameters (SQLite allows 32,766).
+PROBES_PER_QUERY = 200
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def _concrete_overlap(left: str, right: str) -> bool:
     return left.startswith(right + "/") or right.startswith(left + "/")
 
 
-def _chunks(values: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
 
@@ -91,7 +95,8 @@ class ConflictScan:
     ) -> None:
         self.channel = channel
         self.folded = case_insensitive
-        self.field = "anchor_folded" if case_insensitive else "anchor"
+        self.field = "index_key_folded" if case_insensitive else "index_key"
+        self._prefix = index_key(channel.pk, "")
         self.budget = budget
         self.exclude_lock_pk = exclude_lock_pk
         self.wanted: list[_Wanted] = []
@@ -121,65 +126,92 @@ class ConflictScan:
 
     def _candidates(self) -> list[tuple[int, int, str, str]]:
         """(entry pk, lock pk, normalized path, anchor) of every candidate."""
-        rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
-        if self.exclude_lock_pk is not None:
-            rows = rows.exclude(lock_id=self.exclude_lock_pk)
-        columns = ("pk", "lock_id", "normalized_path", self.field)
         anchors = sorted({wanted.anchor for wanted in self.wanted})
         if WORKSPACE in anchors:
-            return list(rows.values_list(*columns))
-        ancestors = sorted({a for anchor in anchors for a in _ancestors_or_self(anchor)})
-        found: dict[int, tuple[int, int, str, str]] = {}
-        for chunk in _chunks(ancestors, IN_CHUNK):
-            for row in rows.filter(**{f"{self.field}__in": chunk}).values_list(*columns):
-                found[row[0]] = row
-        for chunk in _chunks(anchors, RANGE_CHUNK):
-            for row in self._below_rows(chunk):
-                found[row[0]] = row
-        return list(found.values())
-
-    def _below_rows(self, anchors: Sequence[str]) -> list[tuple[int, int, str, str]]:
-        """The entries whose anchor lies below one of ``anchors``: one index range scan per
-        anchor, joined to a VALUES list of the ranges. (As one WHERE with an OR of many
-        ranges, SQLite's planner scanned the whole channel; as a UNION of ORM querysets,
-        compiling them cost 25 ms.) A range is ['a/', 'a0'), '0' following '/', compared by
-        code point: SQLite compares text bytewise in UTF-8, and PostgreSQL's ``~>=~`` /
-        ``~<~`` are the bytewise operators of the text_pattern_ops index (its collations do
-        not order by code point)."""
-        meta = PathLockEntry._meta
-        quote = connection.ops.quote_name
-        column = quote(meta.get_field(self.field).column)
-        if connection.vendor == "postgresql":
-            values = ", ".join(["(%s::text, %s::text)"] * len(anchors))
-            ranges = f"(VALUES {values}) AS r (low, high)"
-            within = f"e.{column} ~>=~ r.low AND e.{column} ~<~ r.high"
-        elif connection.vendor == "sqlite":
-            values = ", ".join(["(%s, %s)"] * len(anchors))
-            ranges = f"(VALUES {values}) AS r"
-            within = f"e.{column} >= r.column1 AND e.{column} < r.column2"
-        else:  # not a database this project runs on: correct, if slower
             rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
             if self.exclude_lock_pk is not None:
                 rows = rows.exclude(lock_id=self.exclude_lock_pk)
-            condition = Q()
-            for anchor in anchors:
-                condition |= Q(**{f"{self.field}__startswith": anchor + "/"})
-            columns = ("pk", "lock_id", "normalized_path", self.field)
-            return list(rows.filter(condition).values_list(*columns))
+            found = rows.values_list("pk", "lock_id", "normalized_path", self.field)
+        else:
+            key = self._prefix
+            probes: list[tuple[str, str | None]] = [
+                (key + ancestor, None)
+                for ancestor in sorted(
+                    {a for anchor in anchors for a in _ancestors_or_self(anchor)}
+                )
+            ]
+            probes += [(f"{key}{anchor}/", f"{key}{anchor}0") for anchor in anchors]
+            # An entry can answer two probes (equal to one ancestor, below another anchor).
+            unique = {
+                row[0]: row
+                for chunk in _chunks(probes, PROBES_PER_QUERY)
+                for row in self._probe(chunk)
+            }
+            found = list(unique.values())
+        skip = len(self._prefix)
+        return [(pk, lock_pk, path, stored[skip:]) for pk, lock_pk, path, stored in found]
+
+    def _probe(self, probes: Sequence[tuple[str, str | None]]) -> list[tuple[int, int, str, str]]:
+        """The entries whose key equals ``low`` (``high`` None) or lies in [low, high), for each
+        probe: one SELECT per probe, with its bounds as constants, joined by UNION ALL.
+
+        Why not the ORM: an OR of many ranges made SQLite scan the whole channel, a UNION of
+        ORM querysets cost 25 ms to compile, and PostgreSQL without fresh statistics planned a
+        join to a VALUES list of the bounds, or a long IN list, as a scan of the channel; a
+        probe with constants on a column that only one index holds is an index search on
+        either database, analyzed or not. A range is ['…a/', '…a0') ('0' follows '/'),
+        compared by code point: SQLite compares text bytewise in UTF-8, PostgreSQL's ``~>=~``
+        / ``~<~`` are the bytewise operators of the text_pattern_ops index (its collations do
+        not order by code point).
+        """
+        if connection.vendor == "postgresql":
+            at_least, below = "~>=~", "~<~"
+        elif connection.vendor == "sqlite":
+            at_least, below = ">=", "<"
+        else:  # not a database this project runs on: correct, if slower
+            return self._probe_orm(probes)
+        meta = PathLockEntry._meta
+        quote = connection.ops.quote_name
+        column = quote(meta.get_field(self.field).column)
         lock = quote(meta.get_field("lock").column)
-        sql = (
-            f"SELECT e.{quote(meta.pk.column)}, e.{lock}, e.{quote('normalized_path')}, "
-            f"e.{column} FROM {ranges} JOIN {quote(meta.db_table)} AS e "
-            f"ON e.{quote(meta.get_field('channel').column)} = %s AND {within}"
+        head = (
+            f"SELECT {quote(meta.pk.column)}, {lock}, {quote('normalized_path')}, {column} "
+            f"FROM {quote(meta.db_table)} WHERE "
         )
-        params: list[object] = [b for anchor in anchors for b in (anchor + "/", anchor + "0")]
-        params.append(self.channel.pk)
-        if self.exclude_lock_pk is not None:
-            sql += f" AND e.{lock} <> %s"
-            params.append(self.exclude_lock_pk)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+        tail = f" AND {lock} <> %s" if self.exclude_lock_pk is not None else ""
+        branches: list[str] = []
+        params: list[object] = []
+        for low, high in probes:
+            if high is None:
+                branches.append(f"{head}{column} = %s{tail}")
+                params.append(low)
+            else:
+                branches.append(f"{head}{column} {at_least} %s AND {column} {below} %s{tail}")
+                params += [low, high]
+            if tail:
+                params.append(self.exclude_lock_pk)
+        with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # The probes find a handful of rows; without statistics PostgreSQL planned
+                # the union in parallel, and starting its workers cost 25 ms here.
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            cursor.execute(" UNION ALL ".join(branches), params)
             return [tuple(row) for row in cursor.fetchall()]
+
+    def _probe_orm(
+        self, probes: Sequence[tuple[str, str | None]]
+    ) -> list[tuple[int, int, str, str]]:
+        rows = PathLockEntry.objects.order_by()
+        if self.exclude_lock_pk is not None:
+            rows = rows.exclude(lock_id=self.exclude_lock_pk)
+        condition = Q()
+        for low, high in probes:
+            if high is None:
+                condition |= Q(**{self.field: low})
+            else:
+                condition |= Q(**{f"{self.field}__startswith": low})
+        columns = ("pk", "lock_id", "normalized_path", self.field)
+        return list(rows.filter(condition).values_list(*columns))
 
     def _meets(self, anchor: str) -> Iterator[_Wanted]:
         if anchor == WORKSPACE:

@@ -58,13 +58,13 @@ class PathLockEntry(models.Model):
     refuses two locks on the same normalized path of a channel (a backstop: overlap is decided
     by ``locks_app.globs`` under the channel's write serialization).
 
-    ``anchor`` is the path's literal prefix (``locks_app.globs.literal_anchor``: the path itself
-    when it has no pattern, ``.`` for a leading pattern) and ``anchor_folded`` the same of the
-    case-folded path: the keys the conflict lookup searches (``locks_app.selectors``), since an
-    entry can only overlap entries whose anchor is an ancestor of, equal to, or below its own.
-    Indexed with ``text_pattern_ops`` on PostgreSQL, whose collations do not order text by code
-    point, so that the prefix lookup (``LIKE 'a/b/%'``) uses the index there; SQLite compares
-    text bytewise and searches a range instead.
+    ``index_key`` is ``<channel id>:<anchor>``, the anchor being the path's literal prefix
+    (``locks_app.globs.literal_anchor``: the path itself when it has no pattern, ``.`` for a
+    leading pattern), and ``index_key_folded`` the same of the case-folded path: the keys the
+    conflict lookup probes (``locks_app.conflicts``), since an entry can only overlap entries
+    whose anchor is an ancestor of, equal to, or below its own. Indexed with
+    ``text_pattern_ops`` on PostgreSQL, whose collations do not order text by code point, so
+    that a prefix range (``~>=~`` / ``~<~``) uses the index there; SQLite compares bytewise.
     """
 
     class Kind(models.TextChoices):
@@ -72,27 +72,27 @@ class PathLockEntry(models.Model):
         DIRECTORY = "directory", "directory"
 
     lock = models.ForeignKey(PathLock, on_delete=models.CASCADE, related_name="entries")
-    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the unique (channel, path) index starts with it, and a second
+    # channel-only index would only be one more a planner could pick for a key probe.
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="+", db_index=False)
     position = models.PositiveSmallIntegerField()
     normalized_path = models.CharField(max_length=1024)
     display_path = models.CharField(max_length=1024)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FILE)
-    anchor = models.TextField(default=".")
-    anchor_folded = models.TextField(default=".")
+    index_key = models.TextField(default="")
+    index_key_folded = models.TextField(default="")
 
     class Meta:
         ordering = ["lock_id", "position"]
         verbose_name = "locked path"
         indexes = [
             models.Index(
-                fields=["channel", "anchor"],
-                name="path_lock_entry_anchor",
-                opclasses=["int8_ops", "text_pattern_ops"],
+                fields=["index_key"], name="path_lock_entry_key", opclasses=["text_pattern_ops"]
             ),
             models.Index(
-                fields=["channel", "anchor_folded"],
-                name="path_lock_entry_anchor_folded",
-                opclasses=["int8_ops", "text_pattern_ops"],
+                fields=["index_key_folded"],
+                name="path_lock_entry_key_folded",
+                opclasses=["text_pattern_ops"],
             ),
         ]
         constraints = [

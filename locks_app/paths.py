@@ -134,10 +134,18 @@ def anchor_key(match: str) -> str:
     return "/".join(kept) or WORKSPACE
 
 
-def entry_anchors(normalized_path: str) -> tuple[str, str]:
-    """(``anchor``, ``anchor_folded``) of a stored entry: its index keys with the
+def index_key(channel_id: int, anchor: str) -> str:
+    """``<channel id>:<anchor>``: the column the conflict lookup probes. The channel is part of
+    the key, not a column of the index, so that the key's index is the only one a probe can
+    use (with a composite index next to the unique (channel, path) one, PostgreSQL without
+    statistics could plan a probe as a filter over the whole channel)."""
+    return f"{channel_id}:{anchor}"
+
+
+def entry_index_keys(channel_id: int, normalized_path: str) -> tuple[str, str]:
+    """(``index_key``, ``index_key_folded``) of a stored entry: its lookup keys with the
     case-insensitive setting off and on."""
     return (
-        anchor_key(normalized_path),
-        anchor_key(match_key(normalized_path, case_insensitive=True)),
+        index_key(channel_id, anchor_key(normalized_path)),
+        index_key(channel_id, anchor_key(match_key(normalized_path, case_insensitive=True))),
     )

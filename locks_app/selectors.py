@@ -21,7 +21,14 @@ from locks_app import records
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, anchor_key, match_key, path_normalize, paths_normalize
+from locks_app.paths import (
+    PathEntry,
+    anchor_key,
+    index_key,
+    match_key,
+    path_normalize,
+    paths_normalize,
+)
 
 LOCK_ID_MAX = 64
 
@@ -137,12 +144,12 @@ def lock_find_by_path(*, channel: Channel, path: Any) -> PathLock:
     except AppError:
         raise _not_found(path) from None
     wanted = match_key(entry.normalized_path, case_insensitive=folded)
-    field = "anchor_folded" if folded else "anchor"
+    field = "index_key_folded" if folded else "index_key"
     # Every entry of that exact path has that anchor: one index lookup, then exact keys.
     holders = {
         lock_pk
         for lock_pk, normalized in PathLockEntry.objects.filter(
-            channel_id=channel.pk, **{field: anchor_key(wanted)}
+            **{field: index_key(channel.pk, anchor_key(wanted))}
         )
         .order_by()
         .values_list("lock_id", "normalized_path")

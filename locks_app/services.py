@@ -44,7 +44,7 @@ from locks_app import records, selectors
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, entry_anchors, paths_normalize
+from locks_app.paths import PathEntry, entry_index_keys, paths_normalize
 from locks_app.records import (
     EVENT_FORCE_RELEASED,
     EVENT_LOCKED,
@@ -126,7 +126,7 @@ def _audit(
 
 
 def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
-    anchor, anchor_folded = entry_anchors(entry.normalized_path)
+    key, key_folded = entry_index_keys(lock.channel_id, entry.normalized_path)
     return PathLockEntry(
         lock=lock,
         channel_id=lock.channel_id,
@@ -134,8 +134,8 @@ def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry
         normalized_path=entry.normalized_path,
         display_path=entry.display_path,
         kind=entry.kind,
-        anchor=anchor,
-        anchor_folded=anchor_folded,
+        index_key=key,
+        index_key_folded=key_folded,
     )
 
 

@@ -885,3 +885,34 @@ def test_hostile_lock_bodies_get_a_clean_400(alice, review, body):
         "PATH_LOCK_INVALID_PATH",
     }
     assert state() == before
+
+
+# --- bounded work ----------------------------------------------------------------------------
+
+BOMB = "".join(f"*{c}" for c in "abcdefghijklmnop")  # issue 8 item 4: 17 wildcards with *x1q
+
+
+@pytest.mark.parametrize("endpoint", ["", "check/"])
+def test_the_issues_glob_bomb_is_refused_with_a_stable_code(alice, review, endpoint):
+    before = state()
+    r = alice.post(LOCKS + endpoint, {"paths": [f"{BOMB}*x{i}q" for i in range(64)]}, format="json")
+    assert (r.status_code, code(r)) == (400, "PATH_LOCK_PATTERN_TOO_COMPLEX")
+    assert r.json()["error"]["detail"]["limit"] == 16
+    assert state() == before
+
+
+def test_patterns_that_would_spend_more_than_the_budget_are_refused(alice, review):
+    before = state()
+    r = alice.post(LOCKS, {"paths": ["?" * 16 + "z" * i for i in range(64)]}, format="json")
+    assert (r.status_code, code(r)) == (400, "PATH_LOCK_PATTERN_TOO_COMPLEX")
+    assert r.json()["error"]["detail"] == {"work_limit": 50_000}
+    assert state() == before
+
+
+def test_sixteen_wildcard_patterns_are_compared_exactly(alice, bob, review):
+    sixteen = "".join(f"*{c}" for c in "abcdefghijklmno")
+    held = lock(alice, *[f"{sixteen}*x{i}q" for i in range(64)])
+    assert held.status_code == 201
+    assert check(bob, *[f"{sixteen}*x{i}r" for i in range(64)]).json() == {"conflicts": []}
+    r = check(bob, "abcdefghijklmnox7q")  # a name the seventh pattern matches
+    assert [c["lock_id"] for c in r.json()["conflicts"]] == [held.json()["lock_id"]]

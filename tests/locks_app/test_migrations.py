@@ -9,7 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 BEFORE = [("locks_app", "0001_initial")]
-AFTER = [("locks_app", "0002_entry_anchors")]
+AFTER = [("locks_app", "0002_entry_index_keys")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -41,11 +41,12 @@ def test_the_anchor_migration_backfills_existing_entries():
         executor.migrate(AFTER)
         new = executor.loader.project_state(AFTER).apps
         rows = new.get_model("locks_app", "PathLockEntry").objects.order_by("position")
-        assert [(row.anchor, row.anchor_folded) for row in rows] == [
-            ("Src/Main.py", "src/main.py"),
-            ("docs", "docs"),
-            (".", "."),
-            (".", "."),
+        c = channel.pk
+        assert [(row.index_key, row.index_key_folded) for row in rows] == [
+            (f"{c}:Src/Main.py", f"{c}:src/main.py"),
+            (f"{c}:docs", f"{c}:docs"),
+            (f"{c}:.", f"{c}:."),
+            (f"{c}:.", f"{c}:."),
         ]
     finally:
         executor = MigrationExecutor(connection)

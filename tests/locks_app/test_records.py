@@ -9,7 +9,7 @@ import pytest
 
 from channels_app.models import Channel
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import entry_anchors
+from locks_app.paths import entry_index_keys
 from locks_app.records import (
     EVENT_FORCE_RELEASED,
     EVENT_LOCKED,
@@ -57,15 +57,15 @@ def make_lock(*, channel="backend", paths=("api/payments.py",), **fields):
         channel=Channel.objects.create(name=channel), **{**defaults, **fields}
     )
     for position, path in enumerate(paths):
-        anchor, folded = entry_anchors(path)
+        key, key_folded = entry_index_keys(lock.channel_id, path)
         PathLockEntry.objects.create(
             lock=lock,
             channel=lock.channel,
             position=position,
             normalized_path=path,
             display_path=path,
-            anchor=anchor,
-            anchor_folded=folded,
+            index_key=key,
+            index_key_folded=key_folded,
         )
     return PathLock.objects.select_related("channel").prefetch_related("entries").get(pk=lock.pk)
 
