@@ -20,7 +20,10 @@ PATHS_SCHEMA = {
     "items": openapi.WORKSPACE_PATH,
     "minItems": 1,
     "maxItems": MAX_PATHS,
-    "description": openapi.WORKSPACE_PATH_RULES,
+    "description": openapi.WORKSPACE_PATH_RULES
+    + " A segment with `*`, `?` or `[…]` is a glob pattern; a path may hold at most 16 "
+    "wildcards, and comparing a request's paths with each other and with the locks held has a "
+    "work budget (both PATH_LOCK_PATTERN_TOO_COMPLEX).",
 }
 
 

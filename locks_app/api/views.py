@@ -21,7 +21,7 @@ from locks_app.api import serializers as s
 
 # The codes the views raise, in groups the operations share (statuses and meanings come from
 # the error table: agentchat.core.schema).
-PATHS = ("PATH_LOCK_INVALID_PATH",)
+PATHS = ("PATH_LOCK_INVALID_PATH", "PATH_LOCK_PATTERN_TOO_COMPLEX")
 HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
@@ -132,6 +132,7 @@ class LockRecoverApi(APIView):
             "PATH_LOCK_INVALID_REASON",
             "PATH_LOCK_INVALID_DURATION",
             "PATH_LOCK_NOT_STALE",
+            "PATH_LOCK_PATTERN_TOO_COMPLEX",
             *HELD,
         ),
         request=s.LockRecoverInput,
