@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -17,10 +18,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
+from agentchat.core.asgi_http import websocket_refuse  # noqa: E402
 from agentchat.core.lane import ApiLane  # noqa: E402
+from agentchat.core.push import home_loop_set  # noqa: E402
 from channels_app import routing as channels_routing  # noqa: E402
 
-application = ProtocolTypeRouter(
+router = ProtocolTypeRouter(
     {
         # The wait long-poll, then the token API straight to its views, then Django (the admin,
         # pages, static files) with its middleware.
@@ -32,6 +35,14 @@ application = ProtocolTypeRouter(
             ]
         ),
         # Origin is checked in the consumers: agents' clients send none (DESIGN §6).
-        "websocket": AuthMiddlewareStack(URLRouter(channels_routing.websocket_urlpatterns)),
+        # An unknown path (or one without its trailing slash) is refused at the handshake.
+        "websocket": AuthMiddlewareStack(
+            URLRouter([*channels_routing.websocket_urlpatterns, re_path(r"", websocket_refuse)])
+        ),
     }
 )
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    home_loop_set()  # pushes from threads this request starts go to this loop
+    await router(scope, receive, send)

@@ -184,6 +184,17 @@ AGENTCHAT_WAIT_MAX_TIMEOUT = float(os.environ.get("AGENTCHAT_WAIT_MAX_TIMEOUT", 
 AGENTCHAT_WAIT_DEFAULT_TIMEOUT = min(60.0, AGENTCHAT_WAIT_MAX_TIMEOUT)
 # How often a websocket stream checks the database for a message whose ring was lost.
 AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
+# A read or wait answers at most this many bytes of messages (and at least one message); the
+# rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB.
+AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(1024 * 1024)))
+# A websocket subscriber whose connection stays full (it stopped reading) this long is closed
+# with 1008; it reconnects with ?since= and loses nothing.
+AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SECONDS", "20"))
+# How often each process looks up the tokens of its open waits and websockets, so that a
+# revocation made elsewhere (a command, another process without Redis) ends them in seconds.
+AGENTCHAT_REVOCATION_CHECK_SECONDS = float(
+    os.environ.get("AGENTCHAT_REVOCATION_CHECK_SECONDS", "2")
+)
 # Threads that run database work for the API lane and the consumers (each keeps its SQLite
 # connection; with PostgreSQL keep it below DB_POOL_MAX). Measured with 8 clients posting on
 # 2 cores: on SQLite, whose writes are serialized anyway, a second thread only contends for the

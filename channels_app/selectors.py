@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.rows import RowSelect
@@ -14,6 +15,10 @@ from channels_app.models import Channel, Cursor, Message
 
 PEEK_DEFAULT = 100
 PEEK_MAX = 1000
+READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
+# Rows fetched per query of a paged read: enough for the usual handful of new messages in one
+# query, few enough that a backlog of big messages costs a bounded amount of memory.
+PAGE_BATCH = 32
 
 
 # Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.
@@ -107,13 +112,53 @@ def _attach(rows: QuerySet[Message] | list[Message], channel: Channel) -> list[M
     return result
 
 
-def messages_relevant(*, channel: Channel, name: str, after: int, upto: int) -> list[Message]:
-    rows = (
+def messages_relevant_exist(*, channel: Channel, name: str, after: int, upto: int) -> bool:
+    # Exact in SQL (see unread_count).
+    return (
         Message.objects.filter(channel=channel, seq__gt=after, seq__lte=upto)
         .filter(relevant_filter(name))
-        .order_by("seq")
+        .exists()
     )
-    return [message for message in _attach(rows, channel) if message.is_relevant_to(name)]
+
+
+class MessagePage(NamedTuple):
+    parts: list[bytes]  # each delivered message as JSON (message_json), in seq order
+    last: int  # the seq of the last one delivered (``after`` when none)
+    more: bool  # relevant messages up to ``upto`` remain after ``last``
+
+
+def message_page(
+    *, channel: Channel, name: str, after: int, upto: int, limit: int, max_bytes: int
+) -> MessagePage:
+    """The relevant messages after ``after`` up to ``upto``, rendered: at most ``limit`` of them
+    and at most ``max_bytes`` of JSON, but always the first one. Rows are fetched a batch at a
+    time, so a backlog costs one page of memory, not the backlog. Rendering raises on a row
+    JSON cannot carry; callers render inside the transaction that moves the cursor, so a page
+    that cannot be sent moves nothing."""
+    parts: list[bytes] = []
+    size = 0
+    last = position = after
+    while True:
+        rows = _attach(
+            Message.objects.filter(channel=channel, seq__gt=position, seq__lte=upto)
+            .filter(relevant_filter(name))
+            .order_by("seq")[:PAGE_BATCH],
+            channel,
+        )
+        for message in rows:
+            position = message.seq
+            if not message.is_relevant_to(name):
+                continue
+            if len(parts) >= limit:
+                return MessagePage(parts, last, True)
+            part = message_json(message)
+            if parts and size + len(part) > max_bytes:
+                return MessagePage(parts, last, True)
+            parts.append(part)
+            size += len(part) + 1
+            last = message.seq
+        if len(rows) < PAGE_BATCH:
+            return MessagePage(parts, last, False)
 
 
 def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> list[Message]:
@@ -194,6 +239,15 @@ def channel_to_dict(channel: Channel) -> dict[str, Any]:
         "last_seq": channel.last_seq,
         "visibility": channel.visibility,
     }
+
+
+def message_json(message: Message) -> bytes:
+    """A message as the API spells it, in JSON bytes (raises on what JSON cannot carry)."""
+    return json_bytes(message_to_dict(message))
+
+
+def message_dict_json(data: dict[str, Any]) -> bytes:
+    return json_bytes(data)
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:

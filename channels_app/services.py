@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
@@ -20,15 +21,18 @@ from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
+from agentchat.core.revocation import token_is_live, tokens_revoked
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from channels_app.selectors import (
+    READ_LIMIT_MAX,
     channel_last_seq_visible,
     channel_not_found,
     channel_visible,
+    message_page,
     message_to_dict,
-    messages_relevant,
+    messages_relevant_exist,
 )
 
 BROADCAST_WORDS = {"all", "*"}
@@ -440,50 +444,99 @@ def cursor_get(*, agent: Agent, channel: Channel) -> int:
     )
 
 
-class ReadResult(NamedTuple):
-    messages: list[Message]
+class ReadPage(NamedTuple):
+    parts: list[bytes]  # the delivered messages, each rendered as JSON (message_json)
     cursor: int  # the caller's cursor afterwards
+    more: bool  # relevant messages remain after this page: read again at once
     last_seq: int  # the channel's last seq as the read saw it
 
 
-def messages_read(*, channel: Channel, agent: Agent, advance_if_empty: bool = True) -> ReadResult:
-    """SPEC §5/§8: relevant messages after the cursor; the cursor moves to the channel's max.
+def read_page_body(page: ReadPage, *, timed_out: bool = False) -> bytes:
+    """The response body of a read or wait: ``{"messages": [...], "cursor", "more"}`` (and
+    ``"timed_out": true`` for a wait that timed out), assembled from parts already rendered, so
+    it cannot fail once the cursor has moved."""
+    return b'{"messages":[%s],"cursor":%d,"more":%s%s}' % (
+        b",".join(page.parts),
+        page.cursor,
+        b"true" if page.more else b"false",
+        b',"timed_out":true' if timed_out else b"",
+    )
 
-    With ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
-    returned, so a wait that times out leaves it where it was. Raises CHANNEL_NOT_FOUND when
-    the agent may no longer see the channel (checked again inside the write transaction).
+
+def _token_check(token_id: int | None) -> None:
+    if token_id is not None and not token_is_live(token_id):
+        raise AppError("AUTH_INVALID", "the token is unknown or revoked")
+
+
+def messages_read(
+    *,
+    channel: Channel,
+    agent: Agent,
+    limit: int = READ_LIMIT_MAX,
+    max_bytes: int | None = None,
+    advance_if_empty: bool = True,
+    token_id: int | None = None,
+) -> ReadPage:
+    """SPEC §5/§8, paged: the relevant messages after the cursor, at most ``limit`` of them and
+    ``max_bytes`` of JSON (AGENTCHAT_READ_MAX_BYTES; always at least one). When relevant
+    messages remain, ``more`` is true and the cursor moves to the last one delivered; otherwise
+    it moves to the channel's last seq, past the irrelevant ones.
+
+    The messages are rendered inside the transaction that moves the cursor: a message that
+    cannot be sent (JSON cannot carry it) fails the read and moves nothing. With
+    ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
+    returned, so a wait that times out leaves it where it was. With ``token_id`` (a live
+    session) a token revoked meanwhile moves nothing. Raises AUTH_INVALID (``token_id``
+    revoked), CHANNEL_NOT_FOUND (the agent may no longer see the channel: checked again inside
+    the write transaction).
     """
+    max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     last_seq = channel_last_seq_visible(channel, viewer=agent.name)
     cursor = cursor_get(agent=agent, channel=channel)
     if cursor >= last_seq:
-        return ReadResult([], cursor, last_seq)  # nothing new: no write transaction
-    if not advance_if_empty and not messages_relevant(
+        return ReadPage([], cursor, False, last_seq)  # nothing new: no write transaction
+    if not advance_if_empty and not messages_relevant_exist(
         channel=channel, name=agent.name, after=cursor, upto=last_seq
     ):
-        return ReadResult([], cursor, last_seq)
+        return ReadPage([], cursor, False, last_seq)
     with write_atomic():
+        _token_check(token_id)
         # Re-read inside the write transaction: the counter row and every message up to it are
         # committed together, so nothing at or below last_seq can appear later.
         last_seq = channel_last_seq_visible(channel, viewer=agent.name)
         cursor = cursor_get(agent=agent, channel=channel)
-        messages = messages_relevant(channel=channel, name=agent.name, after=cursor, upto=last_seq)
-        if last_seq > cursor and (messages or advance_if_empty):
-            _cursor_set(agent=agent, channel=channel, seq=last_seq)
-            cursor = last_seq
-    return ReadResult(messages, cursor, last_seq)
+        page = message_page(
+            channel=channel,
+            name=agent.name,
+            after=cursor,
+            upto=last_seq,
+            limit=limit,
+            max_bytes=max_bytes,
+        )
+        target = page.last if page.more else last_seq
+        if target > cursor and (page.parts or advance_if_empty):
+            _cursor_set(agent=agent, channel=channel, seq=target)
+            cursor = target
+    return ReadPage(page.parts, cursor, page.more, last_seq)
 
 
 @write_atomic()
-def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int]]) -> list[bool]:
-    """Move many cursors in one transaction: each ``(agent_id, channel_id, expected, new)``
-    moves only if the cursor still stands at ``expected`` (a missing cursor stands at 0).
-    Returns, per move, whether it happened. One ring can wake a thousand waiters; their cursor
-    writes share this transaction instead of taking one each."""
+def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int, int | None]]) -> list[bool]:
+    """Move many cursors in one transaction: each ``(agent_id, channel_id, expected, new,
+    token_id)`` moves only if the cursor still stands at ``expected`` (a missing cursor stands
+    at 0) and the token (when given) is not revoked. Returns, per move, whether it happened.
+    One ring can wake a thousand waiters; their cursor writes share this transaction instead of
+    taking one each."""
     table = Cursor._meta.db_table
     now = connection.ops.adapt_datetimefield_value(timezone.now())
+    tokens = {move[4] for move in moves if move[4] is not None}
+    revoked = tokens_revoked(tokens) if tokens else set()
     results = []
     with connection.cursor() as cursor:
-        for agent_id, channel_id, expected, new in moves:
+        for agent_id, channel_id, expected, new, token_id in moves:
+            if token_id in revoked:
+                results.append(False)
+                continue
             cursor.execute(
                 f"UPDATE {table} SET seq = %s, updated_at = %s "
                 "WHERE agent_id = %s AND channel_id = %s AND seq = %s",

@@ -175,12 +175,15 @@ async def in_thread(func: Callable[[], Any]) -> Any:
 
     from django.db import connections
 
+    from agentchat.core.push import home_loop_set
+
     def run() -> Any:
         try:
             return func()
         finally:
             connections.close_all()
 
+    home_loop_set()  # pushes made in the thread ring this loop's layer, as on the server
     return await asyncio.to_thread(run)
 
 

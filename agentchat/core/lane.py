@@ -5,9 +5,11 @@ middleware (sessions, CSRF, messages, static files) with a thread hand-off aroun
 one, and opens and closes its own database connection. The token API needs none of that: here
 the view runs in one hop on the database pool (``run_db``), whose long-lived threads keep their
 SQLite connection. The views, their parsing, authentication and error mapping are the same DRF
-code as through Django; only the envelope differs: the body is capped while it is read, the host
-is validated, a few security headers are set and the length is declared. The API tests go this
-way too (``tests/asgi_client.py``: in process, through ``agentchat.asgi.application``).
+code as through Django; only the envelope differs: the request passes the shared
+``request_check`` (Host, a single Authorization) like the wait and the websockets, the body is
+read whole (chunked or not) and capped while it is read, then handed to the view with its real
+length; a few security headers are set and the response's length is declared. The API tests go
+this way too (``tests/asgi_client.py``: in process, through ``agentchat.asgi.application``).
 
 What the lane skips, so that nothing under ``/api/`` may rely on it:
 
@@ -36,42 +38,27 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, get_resolver, set_script_prefix
 
+from agentchat.core.asgi_http import SECURITY_HEADERS, body_read, error_send, request_check
 from agentchat.core.db import run_db
 from agentchat.core.errors import AppError, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
 
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-}
 
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _read_body(receive: Any, limit: int) -> bytes | None:
-    """The request body, or None when the client went away. Raises _TooLarge past ``limit``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
+def _with_length(scope: dict[str, Any], length: int) -> dict[str, Any]:
+    """The scope with the body's real length: a chunked request has no Content-Length, and
+    Django (then DRF) would read its body as empty."""
+    headers = [
+        (key, value)
+        for key, value in scope.get("headers", ())
+        if key not in (b"content-length", b"transfer-encoding")
+    ]
+    headers.append((b"content-length", str(length).encode()))
+    return {**scope, "headers": headers}
 
 
 class ApiLane:
@@ -81,19 +68,18 @@ class ApiLane:
         self.resolver = get_resolver()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
         try:
-            body = await _read_body(receive, limit)
-        except _TooLarge:
-            error = AppError(
-                "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-            )
-            await self.django.send_response(error_http_response(error), send)
+            request_check(scope)
+            body = await body_read(receive, limit=settings.AGENTCHAT_MAX_REQUEST_BYTES)
+        except AppError as exc:
+            await error_send(send, exc)
             return
         if body is None:
             return
         set_script_prefix(scope.get("root_path", "") or "/")
-        request, error_response = self.django.create_request(scope, io.BytesIO(body))
+        request, error_response = self.django.create_request(
+            _with_length(scope, len(body)), io.BytesIO(body)
+        )
         if request is None:
             await self.django.send_response(error_response, send)
             return
@@ -107,10 +93,7 @@ class ApiLane:
 
     def get_response(self, request: HttpRequest) -> HttpResponse:
         try:
-            request.get_host()
             match = self.resolver.resolve(request.path_info)
-        except DisallowedHost:
-            return error_http_response(AppError("INVALID_HOST", "the Host header is not allowed"))
         except Resolver404:
             hint = ""
             if not request.path_info.endswith("/"):

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from contextvars import ContextVar
 from typing import Any
 
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -28,6 +29,18 @@ def group_name(kind: str, pk: int) -> str:
 
 
 _sending: set[asyncio.Task[None]] = set()
+
+# The event loop of the async code a thread was started from. Context variables follow
+# ``sync_to_async`` and ``asyncio.to_thread`` into their threads, so a sync view that Django's
+# handler runs in a thread can hand its pushes back to the server's loop.
+_home_loop: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar(
+    "agentchat_home_loop", default=None
+)
+
+
+def home_loop_set() -> None:
+    """Called by async entry points (the ASGI application) on the loop that serves them."""
+    _home_loop.set(asyncio.get_running_loop())
 
 
 def _sent(task: asyncio.Task[None]) -> None:
@@ -48,14 +61,21 @@ def push_now(group: str, event: dict[str, Any]) -> None:
         task.add_done_callback(_sent)
 
     # A database-pool thread hands the send back to its event loop, which runs it with the
-    # call's result. A request thread started by sync_to_async hands it to the server's loop.
-    # Neither waits: blocking on it (async_to_sync) hung daphne's shutdown once the loop had
-    # stopped.
+    # call's result. A thread started from async code (a sync view run by Django's handler)
+    # hands it to that loop. Neither waits: blocking on it (async_to_sync) hung daphne's
+    # shutdown once the loop had stopped.
     if call_on_loop(send):
         return
-    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
+    loop = _home_loop.get()
     if loop is not None and loop.is_running():
-        loop.call_soon_threadsafe(send)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            send()
+        else:
+            loop.call_soon_threadsafe(send)
         return
     try:
         async_to_sync(layer.group_send)(group, message)

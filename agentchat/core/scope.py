@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.http.request import validate_host
 
+from agentchat.core.asgi_http import scope_host
 from agentchat.core.auth import bearer_from_header
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
@@ -36,6 +37,36 @@ def origin_allowed(origin: str) -> bool:
     )
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _scheme_host_port(scheme: str, netloc: str) -> tuple[str, str, int | None] | None:
+    try:
+        parsed = urlparse(f"{scheme}://{netloc}")
+        port = parsed.port
+    except ValueError:
+        return None
+    if parsed.hostname is None:
+        return None
+    return scheme, parsed.hostname.lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+def origin_is_site(scope: dict[str, Any], origin: str) -> bool:
+    """Whether ``origin`` is the site itself: the same scheme, host and port as the request
+    (its Host header), as a browser page of this server sends. Another port of the same host is
+    another site (a local dev server at :3000 is not the admin at :8000)."""
+    try:
+        parsed = urlparse(origin)
+        if parsed.scheme not in _DEFAULT_PORTS or parsed.path not in ("", "/"):
+            return False
+        theirs = _scheme_host_port(parsed.scheme, parsed.netloc)
+    except ValueError:
+        return False
+    secure = scope.get("scheme") in {"wss", "https"}
+    ours = _scheme_host_port("https" if secure else "http", scope_host(scope))
+    return theirs is not None and theirs == ours
+
+
 def scope_token(scope: dict[str, Any], *, allow_query: bool) -> str | None:
     raw = bearer_from_header(scope_header(scope, b"authorization"))
     if raw is None and allow_query:
@@ -43,28 +74,26 @@ def scope_token(scope: dict[str, Any], *, allow_query: bool) -> str | None:
     return raw
 
 
-def scope_agent(scope: dict[str, Any], *, allow_query: bool = False) -> Agent:
-    """The agent of a bearer token. Raises AUTH_REQUIRED / AUTH_INVALID (sync: run in db_call)."""
-    agent, _ = token_authenticate(scope_token(scope, allow_query=allow_query))
-    return agent
-
-
-def websocket_principal(scope: dict[str, Any]) -> str:
-    """Who may subscribe: a token's agent, or a signed-in browser user (session) whose Origin
-    matches. A present Origin must match ALLOWED_HOSTS; a missing one needs a token (agents'
-    websocket clients send none). Returns the principal's name. Sync: run in db_call."""
+def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
+    """Who may subscribe: a token's agent, or a signed-in browser user (session) on a page of
+    this very site. A present Origin must match ALLOWED_HOSTS; a missing one needs a token
+    (agents' websocket clients send none); a session needs the Origin of the site itself
+    (scheme, host and port of the request). Returns the principal's name and the token's id
+    (None for a session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID. Sync: run in db_call."""
     origin = scope_header(scope, b"origin")
     if origin is not None and not origin_allowed(origin):
         raise AppError("FORBIDDEN", f"origin {origin!r} is not allowed")
     raw = scope_token(scope, allow_query=True)
     if raw is not None:
-        agent, _ = token_authenticate(raw)
-        return agent.name
+        agent, token = token_authenticate(raw)
+        return agent.name, token.pk
     user = scope.get("user")
-    if origin is not None and user is not None and user.is_authenticated:
+    if user is not None and user.is_authenticated:
+        if origin is None or not origin_is_site(scope, origin):
+            raise AppError("FORBIDDEN", "a signed-in browser must connect from this site's origin")
         linked = Agent.objects.filter(user=user).first()
         if linked is not None:
-            return linked.name
+            return linked.name, None
         if user.is_staff:
-            return f"user:{user.get_username()}"
+            return f"user:{user.get_username()}", None
     raise AppError("AUTH_REQUIRED", "send a bearer token (header or ?token=) or sign in")

@@ -10,6 +10,8 @@ from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
 from agentchat.core.names import check_agent_name
+from agentchat.core.push import push_on_commit
+from agentchat.core.revocation import REVOCATIONS_GROUP, REVOKED_KIND
 from agentchat.core.rows import RowSelect
 
 
@@ -38,7 +40,14 @@ def token_create(*, agent: Agent, label: str = "") -> str:
 
 @write_atomic()
 def token_revoke(*, token: ApiToken) -> None:
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    """Revoke a token: REST refuses it at once, and its live sessions (parked waits,
+    websockets) end within seconds (``agentchat.core.revocation``). The management command and
+    the admin's "Revoke token" both come here."""
+    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    if revoked:
+        push_on_commit(REVOCATIONS_GROUP, {"kind": REVOKED_KIND, "token_ids": [token.pk]})
 
 
 # Every API request runs this lookup; RowSelect spares it the queryset compiler.

@@ -218,7 +218,13 @@ class MessageListOutput(serializers.Serializer):
     cursor = serializers.IntegerField()
 
 
-class WaitOutput(MessageListOutput):
+class ReadOutput(MessageListOutput):
+    more = serializers.BooleanField(
+        help_text="relevant messages remain: the cursor stands on the last one returned"
+    )
+
+
+class WaitOutput(ReadOutput):
     timed_out = serializers.BooleanField(required=False)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.request import Request
@@ -175,18 +176,38 @@ class MessageListPostApi(APIView):
 class ReadApi(APIView):
     @extend_schema(
         request=None,
-        responses=s.MessageListOutput,
+        parameters=[
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"at most this many messages (1-{selectors.READ_LIMIT_MAX}, the "
+                "default); a response also stops at AGENTCHAT_READ_MAX_BYTES of messages",
+            ),
+        ],
+        responses=s.ReadOutput,
         operation_id="channels_read",
-        extensions=raises("UNKNOWN_FIELD"),
-        summary="Read relevant messages after the cursor and advance it to the channel's max",
+        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE"),
+        summary="Read relevant messages after the cursor and advance it",
+        description=(
+            "Relevant messages after the caller's cursor, a page at a time. With `more: true` "
+            "relevant messages remain and the cursor stands on the last one returned: read "
+            "again. Otherwise the cursor moves to the channel's last seq."
+        ),
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: Request, name: str) -> HttpResponse:
         s.EmptyInput.validate_input(request.data)
-        channel = selectors.channel_get(name, viewer=request.user.name)
-        messages, cursor, _ = services.messages_read(channel=channel, agent=request.user)
-        return Response(
-            {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
+        limit = parse_int_param(
+            request,
+            "limit",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=selectors.READ_LIMIT_MAX,
+            default=selectors.READ_LIMIT_MAX,
         )
+        channel = selectors.channel_get(name, viewer=request.user.name)
+        page = services.messages_read(channel=channel, agent=request.user, limit=limit)
+        # The messages were rendered before the cursor moved; the body only assembles them.
+        return HttpResponse(services.read_page_body(page), content_type="application/json")
 
 
 class AckApi(APIView):

@@ -337,7 +337,7 @@ def test_read_returns_relevant_messages_and_advances_cursor_to_max(alice, bob, r
     assert r.json()["cursor"] == 4
     assert Cursor.objects.get(agent__name="bob").seq == 4
     again = bob.post("/api/v1/channels/review/read/").json()
-    assert again == {"messages": [], "cursor": 4}
+    assert again == {"messages": [], "cursor": 4, "more": False}
 
 
 def test_read_rejects_a_body_with_fields(bob, review):

@@ -143,10 +143,10 @@ def test_wait_ignores_others_mail_and_own_posts_then_times_out(live, trio):
         return await waiter
 
     status, body = asyncio.run(scenario())
-    assert (status, body) == (200, {"messages": [], "cursor": 0, "timed_out": True})
+    assert (status, body) == (200, {"messages": [], "cursor": 0, "more": False, "timed_out": True})
     # the cursor is unchanged by the timed-out wait
     r = httpx.post(f"{live.url}/api/v1/channels/waits/read/", headers=auth(trio["bob"]))
-    assert r.json() == {"messages": [], "cursor": 2}
+    assert r.json() == {"messages": [], "cursor": 2, "more": False}
 
 
 def test_wait_returns_at_once_when_something_is_already_unread(live, trio):

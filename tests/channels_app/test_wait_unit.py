@@ -1,6 +1,7 @@
-"""The wait's parking discipline, in-process: it reads the database when it parks and once
-more at its deadline, and in between only when a ring that may concern it cannot be served
-from the ring itself; it never polls."""
+"""The wait's parking discipline, in-process (``channels_app.live.message_wait``): it reads the
+database when it parks and once more at its deadline, and in between only when a ring that may
+concern it cannot be served from the ring itself; it never polls. Each test runs on the
+in-memory layer and on Redis."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from agentchat.core.layer import channels_held
 from agentchat.core.push import EVENT_TYPE
-from channels_app import consumers
+from channels_app import live
 from channels_app.services import (
     channel_create,
     channel_group,
@@ -20,24 +22,46 @@ from channels_app.services import (
     message_post,
 )
 from tests.conftest import in_thread
+from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.usefixtures("layer_kind")
+
+
+class CountedReads:
+    """Wraps the wait's database read: records who read, and signals each finished read."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.names: list[str] = []
+        real = live.messages_read
+
+        def counting(**kwargs):
+            try:
+                return real(**kwargs)
+            finally:
+                self.names.append(kwargs["agent"].name)
+
+        monkeypatch.setattr(live, "messages_read", counting)
+
+    async def parked(self, waits: int = 1) -> None:
+        """The first read of ``waits`` waits has returned: each subscribed before it, so
+        whatever is posted from now on reaches them by a ring (or a last look), not that read."""
+        await until(lambda: len(self.names) >= waits, what="the waits' first reads")
 
 
 @pytest.fixture
 def counted_reads(monkeypatch):
-    calls = []
-    real = consumers.messages_read
-
-    def counting(**kwargs):
-        calls.append(kwargs["agent"].name)
-        return real(**kwargs)
-
-    monkeypatch.setattr(consumers, "messages_read", counting)
-    return calls
+    return CountedReads(monkeypatch)
 
 
 def ring(channel, **event):
     layer = get_channel_layer()
     return layer.group_send(channel_group(channel.pk), {"type": EVENT_TYPE, "event": event})
+
+
+def body(result) -> dict:
+    import json
+
+    return json.loads(result.body())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -47,16 +71,16 @@ def test_parked_wait_reads_once_and_ignores_rings_for_others(make_agent, counted
     channel = channel_create(name="park", created_by="alice")
 
     async def scenario():
-        waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 1.0))
-        await asyncio.sleep(0.2)
+        waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=1.0))
+        await counted_reads.parked()
         for seq in range(1, 21):  # rings that cannot concern bob: no database read
             await ring(channel, kind="message", seq=seq, **{"from": "alice"}, to=["carol"])
             await ring(channel, kind="message", seq=seq, **{"from": "bob"}, to=[])
         return await waiting
 
     result = asyncio.run(scenario())
-    assert result == {"messages": [], "cursor": 0, "timed_out": True}
-    assert counted_reads == ["bob", "bob"]  # parking, and the last look at the deadline
+    assert body(result) == {"messages": [], "cursor": 0, "more": False, "timed_out": True}
+    assert counted_reads.names == ["bob", "bob"]  # parking, and the last look at the deadline
 
 
 @pytest.mark.django_db(transaction=True)
@@ -67,15 +91,15 @@ def test_a_relevant_ring_is_served_from_the_ring_and_moves_the_cursor(make_agent
     message_post(channel=channel, sender="alice", title="not for bob", to="carol")
 
     async def scenario():
-        waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 10.0))
-        await asyncio.sleep(0.2)
+        waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=10))
+        await counted_reads.parked()
         await in_thread(lambda: message_post(channel=channel, sender="alice", title="hi", to="bob"))
         return await asyncio.wait_for(waiting, 5)
 
-    result = asyncio.run(scenario())
+    result = body(asyncio.run(scenario()))
     assert [m["title"] for m in result["messages"]] == ["hi"]
     assert result["cursor"] == 2
-    assert counted_reads == ["bob"]  # no second read: the ring carried the message
+    assert counted_reads.names == ["bob"]  # no second read: the ring carried the message
     assert cursor_get(agent=bob, channel=channel) == 2
 
 
@@ -86,8 +110,8 @@ def test_a_cursor_moved_meanwhile_falls_back_to_the_database(make_agent, counted
     channel = channel_create(name="park", created_by="alice")
 
     async def scenario():
-        waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 3.0))
-        await asyncio.sleep(0.2)
+        waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=3))
+        await counted_reads.parked()
 
         def carol_posts_and_bob_consumes_it_elsewhere():
             # One transaction, so the ring (sent on commit) comes after the cursor moved.
@@ -101,12 +125,14 @@ def test_a_cursor_moved_meanwhile_falls_back_to_the_database(make_agent, counted
     result = asyncio.run(scenario())
     # The ring for #1 could not move the cursor from 0 (it is at 1 now): the database says
     # nothing is left for bob, and the wait runs to its deadline.
-    assert result == {"messages": [], "cursor": 1, "timed_out": True}
-    assert len(counted_reads) >= 2
+    assert body(result) == {"messages": [], "cursor": 1, "more": False, "timed_out": True}
+    assert counted_reads.names == ["bob", "bob", "bob"]  # parking, the fallback, the deadline
 
 
 @pytest.mark.django_db(transaction=True)
-def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(make_agent, monkeypatch):
+def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(
+    make_agent, monkeypatch, counted_reads
+):
     from channels_app import services
 
     make_agent("alice")
@@ -119,18 +145,18 @@ def test_many_waiters_woken_by_one_ring_share_one_cursor_transaction(make_agent,
         batches.append(len(moves))
         return real(moves=moves)
 
-    monkeypatch.setattr(consumers, "cursors_compare_and_set", recording)
+    monkeypatch.setattr(live, "cursors_compare_and_set", recording)
 
     async def scenario():
         tasks = [
-            asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, w, 10.0))
+            asyncio.create_task(live.message_wait(channel=channel, agent=w, timeout=10))
             for w in waiters
         ]
-        await asyncio.sleep(0.5)
+        await counted_reads.parked(waits=20)
         await in_thread(lambda: message_post(channel=channel, sender="alice", title="all"))
         return await asyncio.wait_for(asyncio.gather(*tasks), 10)
 
-    results = asyncio.run(scenario())
+    results = [body(r) for r in asyncio.run(scenario())]
     assert all([m["title"] for m in r["messages"]] == ["all"] for r in results)
     assert sum(batches) == 20
     assert len(batches) <= 3  # one ring, one (or a few) transactions, not twenty
@@ -145,13 +171,14 @@ def test_a_finished_wait_frees_its_inbox_even_with_rings_left_in_it(make_agent):
     make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="park", created_by="alice")
+    group = channel_group(channel.pk)
 
     async def scenario():
         layer = get_channel_layer()
-        before = set(layer.channels)
+        before = channels_held(layer)
         for round_ in range(5):
-            waiting = asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, bob, 10.0))
-            await asyncio.sleep(0.1)
+            waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=10))
+            await until(lambda: subscribers(group) == 1)
             for k in range(1, 4):
                 seq = 3 * round_ + k
                 message = {"seq": seq, "title": f"m{seq}"}
@@ -163,13 +190,12 @@ def test_a_finished_wait_frees_its_inbox_even_with_rings_left_in_it(make_agent):
                     message=message,
                     **{"from": "alice"},
                 )
-            result = await asyncio.wait_for(waiting, 5)
+            result = body(await asyncio.wait_for(waiting, 5))
             assert [m["seq"] for m in result["messages"]] == [3 * round_ + 1]
             await cursor_ack_async(bob, channel, 3 * round_ + 3)
         # And a wait that times out.
-        await consumers.ChannelWaitConsumer.wait(channel, bob, 0.2)
-        await asyncio.sleep(0.1)
-        return before, set(layer.channels)
+        await live.message_wait(channel=channel, agent=bob, timeout=0.2)
+        return before, channels_held(layer), subscribers(group)
 
     async def cursor_ack_async(agent, channel, seq):
         # The rings above stand for messages never stored; move the cursor past them.
@@ -181,5 +207,6 @@ def test_a_finished_wait_frees_its_inbox_even_with_rings_left_in_it(make_agent):
 
         await in_thread(ack)
 
-    before, after = asyncio.run(scenario())
+    before, after, left = asyncio.run(scenario())
     assert after == before
+    assert left == 0

@@ -1,0 +1,166 @@
+"""ASGI HTTP plumbing shared by everything served before Django: the API lane, the wait
+long-poll (and the SSE endpoints to come), and the websocket handshake checks.
+
+- ``request_check(scope, …)``: the one request-validation path (foreign Host, duplicate
+  Authorization, method, Accept), so every surface refuses the same requests with the same
+  codes as the REST lane.
+- ``body_read`` reads a request body to the end (chunked or not), capped while it is read.
+- ``disconnected`` returns when the client goes away.
+- ``json_send`` / ``error_send`` answer with a JSON body of declared length; errors are
+  rendered by ``error_headers`` + ``error_body``: the status comes from the error table, a 401
+  carries ``WWW-Authenticate`` and a 405 its ``Allow``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.http.request import MediaType, split_domain_port, validate_host
+
+from agentchat.core.encode import json_bytes
+from agentchat.core.errors import AppError, error_body
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+WWW_AUTHENTICATE = 'Bearer realm="agentchat"'
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+_ACCEPT_MAX = 4096  # longer Accept headers are not parsed (nothing legitimate is that long)
+
+
+def scope_headers(scope: dict[str, Any], name: bytes) -> list[str]:
+    """Every value of header ``name`` (lowercase), decoded as latin-1 like WSGI does."""
+    return [value.decode("latin-1") for key, value in scope.get("headers", ()) if key == name]
+
+
+def scope_host(scope: dict[str, Any]) -> str:
+    """The host the client asked for, as Django's ``HttpRequest.get_host`` finds it."""
+    if settings.USE_X_FORWARDED_HOST and (forwarded := scope_headers(scope, b"x-forwarded-host")):
+        return forwarded[0]
+    if host := scope_headers(scope, b"host"):
+        return host[0]
+    server = scope.get("server") or ("", None)
+    return server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+
+
+def host_allowed(host: str) -> bool:
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]  # as Django does
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def accepts_json(scope: dict[str, Any]) -> bool:
+    """Whether the request's Accept headers allow an ``application/json`` answer."""
+    values = scope_headers(scope, b"accept")
+    if not values or all(not value.strip() for value in values):
+        return True
+    raw = ",".join(values)
+    if len(raw) > _ACCEPT_MAX:
+        return False
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        media = MediaType(part)
+        if media.quality > 0 and (media.main_type, media.sub_type) in {
+            ("*", "*"),
+            ("application", "*"),
+            ("application", "json"),
+        }:
+            return True
+    return False
+
+
+def request_check(
+    scope: dict[str, Any],
+    *,
+    methods: Collection[str] | None = None,
+    json_only: bool = False,
+) -> None:
+    """Refuse what no endpoint serves, in the same order and with the same codes everywhere:
+    a Host outside ALLOWED_HOSTS (400 INVALID_HOST), several Authorization headers (401
+    AUTH_INVALID: which one would be the caller?), a method not in ``methods`` (405
+    METHOD_NOT_ALLOWED, ``detail.allow``), and with ``json_only`` an Accept that excludes JSON
+    (406 NOT_ACCEPTABLE). The lane leaves methods and Accept to each DRF view, which knows its
+    own methods and renderers."""
+    if not host_allowed(scope_host(scope)):
+        raise AppError("INVALID_HOST", "the Host header is not allowed")
+    if len(scope_headers(scope, b"authorization")) > 1:
+        raise AppError("AUTH_INVALID", "send one Authorization header, not several")
+    method = scope.get("method")
+    if methods is not None and method is not None and method not in methods:
+        allow = sorted(methods)
+        raise AppError(
+            "METHOD_NOT_ALLOWED", f"method {method} not allowed", detail={"allow": allow}
+        )
+    if json_only and not accepts_json(scope):
+        raise AppError("NOT_ACCEPTABLE", "this endpoint answers application/json only")
+
+
+async def body_read(receive: Receive, *, limit: int) -> bytes | None:
+    """The whole request body, however it was framed (daphne has already undone chunked
+    transfer coding); None when the client went away first. Raises REQUEST_TOO_LARGE as soon as
+    more than ``limit`` bytes arrived, without keeping them."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise AppError(
+                "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+            )
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def disconnected(receive: Receive) -> None:
+    """Returns when the client disconnects (call it once the body has been read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def error_headers(exc: AppError) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if exc.status == 401:
+        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    if exc.code == "METHOD_NOT_ALLOWED" and isinstance(exc.detail.get("allow"), list):
+        headers["Allow"] = ", ".join(exc.detail["allow"])
+    return headers
+
+
+async def json_send(
+    send: Send, status: int, body: bytes, headers: dict[str, str] | Iterable[tuple[str, str]] = ()
+) -> None:
+    """Send a complete JSON response with its length declared."""
+    extra = headers.items() if isinstance(headers, dict) else headers
+    raw = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def error_send(send: Send, exc: AppError) -> None:
+    await json_send(send, exc.status, json_bytes(error_body(exc)), error_headers(exc))
+
+
+async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    """A websocket route that refuses every handshake (HTTP 403: daphne has no other refusal),
+    for paths no consumer serves. Never an exception, which daphne turns into a 500."""
+    if (await receive())["type"] == "websocket.connect":
+        await send({"type": "websocket.close"})

@@ -1,0 +1,83 @@
+"""The one place that knows the channel layers' internals.
+
+Channels' layer API can add a channel to a group and send to it, but cannot delete a channel
+or say who is in a group. Freeing a finished inbox and probing a group's subscriptions (tests,
+leak checks) need the layer's own bookkeeping; these functions know where it is in the two
+layers this project runs on: ``channels.layers.InMemoryChannelLayer`` and
+``channels_redis.pubsub.RedisPubSubChannelLayer`` (whose state lives in one loop layer per
+event loop). With any other layer they know nothing and say so (None, or nothing to free).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer
+
+try:
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+except ImportError:  # pragma: no cover - channels-redis is in requirements.txt
+    RedisPubSubChannelLayer = None  # type: ignore[assignment,misc]
+
+# More stale rings than this in a finished inbox are left to the layer's own expiry.
+INBOX_DRAIN_MAX = 1000
+
+
+def _loop_state(layer: Any) -> tuple[dict[str, Any], dict[str, Any], str] | None:
+    """(channels held in this process, groups, prefix of a group's key) or None if unknown.
+    Call it on the event loop that uses the layer (the Redis layer keeps state per loop)."""
+    if isinstance(layer, InMemoryChannelLayer):
+        return layer.channels, layer.groups, ""
+    if RedisPubSubChannelLayer is not None and isinstance(layer, RedisPubSubChannelLayer):
+        inner = layer._get_layer()
+        return inner.channels, inner.groups, inner._get_group_channel_name("")
+    return None
+
+
+def group_channels(layer: Any, group: str) -> set[str] | None:
+    """The channels of this process subscribed to ``group``; None for a layer we don't know."""
+    state = _loop_state(layer)
+    if state is None:
+        return None
+    _, groups, prefix = state
+    return set(groups.get(prefix + group, ()))
+
+
+def channel_held(layer: Any, channel: str) -> bool | None:
+    """Whether this process's layer still holds ``channel`` (its queue, its subscription)."""
+    state = _loop_state(layer)
+    if state is None:
+        return None
+    return channel in state[0]
+
+
+def channels_held(layer: Any) -> set[str] | None:
+    state = _loop_state(layer)
+    return None if state is None else set(state[0])
+
+
+async def inbox_close(layer: Any, inbox: str, groups: Iterable[str] = ()) -> None:
+    """Leave ``groups`` and free ``inbox``.
+
+    Channels has no call that deletes a channel: the in-memory layer keeps rings that arrived
+    after their reader finished for a minute (and scans them on every send), and the Redis
+    pub/sub layer stays subscribed to the inbox for good. Both free a channel when a receive on
+    it is cancelled, so: drain what is queued, then cancel one receive on the empty inbox.
+    """
+    for group in groups:
+        await layer.group_discard(group, inbox)
+    for _ in range(INBOX_DRAIN_MAX):
+        if not channel_held(layer, inbox):
+            return  # unknown layer, or already freed: never subscribe again just to free it
+        receiving = asyncio.ensure_future(layer.receive(inbox))
+        await asyncio.sleep(0)  # a queued ring is taken at once; an empty inbox parks
+        if not receiving.done():
+            receiving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await receiving
+            return
+        if receiving.exception() is not None:
+            return

@@ -1,0 +1,343 @@
+"""Live delivery (DESIGN §6) as plain async functions, free of ASGI: the wait and the stream.
+
+Both follow the same order: subscribe to the channel's group, then read the database, then
+await a ring. A ring is only a doorbell (the layer delivers at most once); what is delivered
+is always read back by seq, so a lost or late ring delays nothing that a later ring, a sweep
+or the wait's last look at its deadline does not recover.
+
+- ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The consumers of the wait
+  endpoint (and the SSE endpoints to come) authenticate, parse, call it and send
+  ``result.body()``.
+- ``MessageStream``: every message of a channel after a position, as an async iterator, for the
+  websocket (and SSE) consumers, which feed it the rings they receive and send what it yields
+  at the pace their client reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from agentchat.core.db import run_db
+from agentchat.core.errors import AppError
+from agentchat.core.layer import inbox_close
+from agentchat.core.push import EVENT_TYPE
+from agentchat.core.revocation import token_watch
+from channels_app.models import Channel
+from channels_app.selectors import (
+    READ_LIMIT_MAX,
+    channel_last_seq,
+    message_dict_json,
+    message_to_dict,
+    messages_after,
+)
+from channels_app.services import (
+    ReadPage,
+    channel_group,
+    cursors_compare_and_set,
+    messages_read,
+    read_page_body,
+)
+
+logger = logging.getLogger(__name__)
+
+# Messages per database read of a stream: one batch is what a stream holds in memory.
+STREAM_BATCH = 32
+# Messages carried by rings that a stream keeps for seqs it has not sent yet; past this it
+# forgets them and reads the database instead, so a client that fell behind costs no memory.
+STREAM_INLINE_MAX = 64
+
+
+def ring_may_concern(event: dict[str, Any], name: str) -> bool:
+    """False only when a ring certainly carries nothing relevant to ``name``."""
+    if event.get("kind") != "message":
+        return True
+    sender, to = event.get("from"), event.get("to")
+    return not (sender == name or (to and name not in to))
+
+
+def _token_revoked() -> AppError:
+    return AppError("AUTH_INVALID", "the token was revoked")
+
+
+# --- the wait ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    page: ReadPage
+    timed_out: bool
+
+    @property
+    def cursor(self) -> int:
+        return self.page.cursor
+
+    def body(self) -> bytes:
+        return read_page_body(self.page, timed_out=self.timed_out)
+
+
+class _CursorMoves:
+    """Collects the cursor moves of the waiters that one ring woke and writes them in one
+    transaction (``cursors_compare_and_set``) instead of one transaction each."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[tuple[int, int, int, int, int | None], asyncio.Future[bool]]]
+        self.pending = []
+
+    async def move(self, move: tuple[int, int, int, int, int | None]) -> bool:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        if not self.pending:
+            loop.call_soon(lambda: asyncio.ensure_future(self.flush()))
+        self.pending.append((move, future))
+        return await future
+
+    async def flush(self) -> None:
+        batch, self.pending = self.pending, []
+        try:
+            results = await run_db(cursors_compare_and_set, moves=[move for move, _ in batch])
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), moved in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result(moved)
+
+
+_cursor_moves: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CursorMoves] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def cursor_move(
+    *, agent_id: int, channel_id: int, expected: int, new: int, token_id: int | None = None
+) -> bool:
+    """Compare-and-set one cursor, batched with the other moves of this loop's turn."""
+    loop = asyncio.get_running_loop()
+    moves = _cursor_moves.get(loop)
+    if moves is None:
+        moves = _cursor_moves[loop] = _CursorMoves()
+    return await moves.move((agent_id, channel_id, expected, new, token_id))
+
+
+def _render(message: dict[str, Any]) -> bytes | None:
+    try:
+        return message_dict_json(message)
+    except Exception:  # the database read renders it again, and fails there if it must
+        return None
+
+
+async def message_wait(
+    *,
+    channel: Channel,
+    agent: Any,
+    timeout: float,
+    limit: int = READ_LIMIT_MAX,
+    max_bytes: int | None = None,
+    token_id: int | None = None,
+) -> WaitResult:
+    """Wait up to ``timeout`` seconds for messages relevant to ``agent`` after its cursor.
+
+    Returns as soon as some exist (a page, like ``messages_read``, with the cursor moved), or
+    at the deadline with ``timed_out`` and the cursor unchanged. While parked it holds no
+    thread and no database connection: it awaits its own layer inbox. A ring that carries the
+    next message, relevant and small, is answered from the ring: the cursor moves onto it by a
+    compare-and-set, batched with the other waiters the ring woke. Anything else (a gap, a big
+    message, a cursor moved meanwhile) is read from the database, and the database gets one
+    last look at the deadline. With ``token_id``, revoking the token ends the wait with
+    AUTH_INVALID and moves nothing. Raises AUTH_INVALID.
+    """
+    layer = get_channel_layer()
+    inbox = await layer.new_channel()
+    group = channel_group(channel.pk)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    receiving: asyncio.Future[Any] | None = None
+    revoked_wait: asyncio.Future[Any] | None = None
+
+    async def read() -> ReadPage:
+        return await run_db(
+            messages_read,
+            channel=channel,
+            agent=agent,
+            limit=limit,
+            max_bytes=max_bytes,
+            advance_if_empty=False,
+            token_id=token_id,
+        )
+
+    try:
+        async with token_watch(token_id) as revoked:
+            await layer.group_add(group, inbox)
+            revoked_wait = asyncio.ensure_future(revoked.wait())
+            while True:
+                page = await read()
+                if page.parts:
+                    return WaitResult(page, timed_out=False)
+                # Park. Every message up to `known` is known to be irrelevant to us.
+                known = page.last_seq
+                while True:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        page = await read()  # a ring is at most once, the database the record
+                        return WaitResult(page, timed_out=not page.parts)
+                    if receiving is None:
+                        # Not cancelled on a timeout: a cancelled receive frees the inbox.
+                        receiving = asyncio.ensure_future(layer.receive(inbox))
+                    await asyncio.wait(
+                        {receiving, revoked_wait},
+                        timeout=remaining,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    if revoked.is_set():
+                        raise _token_revoked()
+                    if not receiving.done():
+                        continue
+                    ring, receiving = receiving.result(), None
+                    if ring.get("type") != EVENT_TYPE:
+                        continue
+                    event = ring["event"]
+                    if not ring_may_concern(event, agent.name):
+                        if event.get("seq") == known + 1:
+                            known += 1
+                        continue
+                    # The ring carries the next message and it is ours: render it, then move
+                    # the cursor onto it, so the move happens only with a body that can be sent.
+                    part = None
+                    if event.get("seq") == known + 1 and "message" in event:
+                        part = _render(event["message"])
+                    if part is not None and await cursor_move(
+                        agent_id=agent.pk,
+                        channel_id=channel.pk,
+                        expected=page.cursor,
+                        new=event["seq"],
+                        token_id=token_id,
+                    ):
+                        page = ReadPage([part], event["seq"], False, event["seq"])
+                        return WaitResult(page, timed_out=False)
+                    break  # a gap, a big message, a moved cursor or a revoked token: read
+    finally:
+        for future in (revoked_wait, receiving):
+            if future is not None:
+                future.cancel()
+        await asyncio.shield(_wait_cleanup(layer, group, inbox, receiving))
+
+
+async def _wait_cleanup(layer: Any, group: str, inbox: str, receiving: Any) -> None:
+    await layer.group_discard(group, inbox)
+    if receiving is not None:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await receiving
+    await inbox_close(layer, inbox)
+
+
+# --- the stream -------------------------------------------------------------------------------
+
+
+class MessageStream:
+    """Every message of ``channel`` after a position, in seq order, each seq once.
+
+    ``await stream.open(since)`` fixes the position (``since``, or the channel's last seq when
+    None: only what is posted from then on); subscribe to the channel's group first, so that
+    nothing posted after the position is missed. Then feed it every ring (``ring(event)``,
+    which never blocks) and iterate it::
+
+        async for message in stream:   # dicts, as message_to_dict writes them
+            await send(message)
+
+    It yields a message carried by its ring when it is the next one, and reads the database
+    (``STREAM_BATCH`` messages at a time) to replay, to fill a gap a lost ring left, or for a
+    message too big to ride along; a sweep every AGENTCHAT_STREAM_SWEEP_SECONDS finds a lost
+    last message that no later ring would reveal. It produces only as fast as it is iterated:
+    a consumer that waits for its client holds at most one batch, whatever the backlog.
+    Never moves a cursor.
+    """
+
+    def __init__(self, *, channel: Channel, sweep_seconds: float | None = None) -> None:
+        self.channel = channel
+        self.position = 0  # the last seq yielded (or the starting point)
+        self.known_last = 0  # the highest seq known to exist
+        self._inline: dict[int, dict[str, Any]] = {}
+        self._batch: deque[dict[str, Any]] = deque()
+        self._wake = asyncio.Event()
+        self._sweep_seconds = (
+            settings.AGENTCHAT_STREAM_SWEEP_SECONDS if sweep_seconds is None else sweep_seconds
+        )
+        self._next_sweep = 0.0
+
+    async def open(self, since: int | None) -> None:
+        last_seq = await run_db(channel_last_seq, self.channel.pk)
+        self.position = last_seq if since is None else since
+        self.known_last = last_seq
+        self._schedule_sweep()
+
+    def _schedule_sweep(self) -> None:
+        # Spread over the subscribers, so that they do not all look at once.
+        spread = self._sweep_seconds * random.uniform(0.8, 1.2)
+        self._next_sweep = asyncio.get_running_loop().time() + spread
+
+    def ring(self, event: dict[str, Any]) -> None:
+        if event.get("kind") != "message" or not isinstance(event.get("seq"), int):
+            return
+        seq = event["seq"]
+        if seq <= self.position:
+            return
+        self.known_last = max(self.known_last, seq)
+        message = event.get("message")
+        if message is not None and len(self._inline) < STREAM_INLINE_MAX:
+            self._inline[seq] = message
+        self._wake.set()
+
+    def __aiter__(self) -> MessageStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        while True:
+            while self._batch:
+                message = self._batch.popleft()
+                if message["seq"] > self.position:
+                    return self._advance(message)
+            following = self.position + 1
+            if following in self._inline:
+                return self._advance(self._inline.pop(following))
+            if self.known_last >= following:
+                rows = await run_db(
+                    messages_after, channel=self.channel, after=self.position, limit=STREAM_BATCH
+                )
+                if rows:
+                    self._batch.extend(message_to_dict(row) for row in rows)
+                else:
+                    self.known_last = self.position  # nothing committed there after all
+                continue
+            self._wake.clear()
+            remaining = self._next_sweep - loop.time()
+            if remaining > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), remaining)
+                continue
+            self._schedule_sweep()
+            try:
+                last_seq = await run_db(channel_last_seq, self.channel.pk)
+            except Exception:  # keep streaming; the next ring or sweep retries
+                logger.exception("stream sweep of channel %s failed", self.channel.pk)
+                continue
+            self.known_last = max(self.known_last, last_seq)
+
+    def _advance(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.position = message["seq"]
+        if self._inline:
+            for seq in [seq for seq in self._inline if seq <= self.position]:
+                del self._inline[seq]
+        return message

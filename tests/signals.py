@@ -1,0 +1,70 @@
+"""Synchronize tests on conditions, never on time (STYLE: tests that synchronize on signals).
+
+- ``until(predicate)`` (async) / ``wait_until(predicate)`` (sync): poll a condition with a
+  deadline; fail with a clear message when it never holds.
+- ``subscribers(group)``: how many channels of this process the layer holds in ``group`` (the
+  layer adapter's probe), e.g. to know that a wait has subscribed.
+- ``layer_kind``: a fixture that runs a test on the in-memory layer and again on Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+
+from agentchat.core.layer import group_channels
+from tests.conftest import redis_reachable, redis_url_for_tests, require_service
+
+
+async def until(predicate: Callable[[], Any], *, timeout: float = 10, what: str = "") -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {what or predicate}")
+        await asyncio.sleep(0.005)
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float = 10, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {what or predicate}")
+        time.sleep(0.01)
+
+
+def subscribers(group: str) -> int:
+    channels = group_channels(get_channel_layer(), group)
+    assert channels is not None, "the layer adapter does not know this layer"
+    return len(channels)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def layer_kind(request: pytest.FixtureRequest, settings: Any) -> str:
+    if request.param == "redis":
+        url = redis_url_for_tests()
+        require_service("Redis", redis_reachable(url), f"no Redis at {url}")
+        settings.CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                "CONFIG": {"hosts": [url]},
+            }
+        }
+    else:
+        settings.CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels.layers.InMemoryChannelLayer",
+                "CONFIG": {"capacity": 1000},
+            }
+        }
+    return request.param
