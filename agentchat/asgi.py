@@ -21,6 +21,7 @@ from django.urls import re_path  # noqa: E402
 from agentchat.core.asgi_http import websocket_refuse  # noqa: E402
 from agentchat.core.lane import ApiLane  # noqa: E402
 from agentchat.core.push import home_loop_set  # noqa: E402
+from agentchat.core.transport import scope_with_raw_send  # noqa: E402
 from channels_app import routing as channels_routing  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -45,4 +46,6 @@ router = ProtocolTypeRouter(
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     home_loop_set()  # pushes from threads this request starts go to this loop
+    if scope["type"] == "websocket":
+        scope = scope_with_raw_send(scope, send)  # for flow control (agentchat.core.transport)
     await router(scope, receive, send)

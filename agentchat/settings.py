@@ -188,7 +188,7 @@ AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SE
 # rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB.
 AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(1024 * 1024)))
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
-# with 1008; it reconnects with ?since= and loses nothing.
+# with 4408 (a policy close); it reconnects with ?since= and loses nothing.
 AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SECONDS", "20"))
 # How often each process looks up the tokens of its open waits and websockets, so that a
 # revocation made elsewhere (a command, another process without Redis) ends them in seconds.

@@ -46,8 +46,12 @@ logger = logging.getLogger(__name__)
 
 WAIT_PARAMETERS = {"timeout", "limit"}
 STREAM_PARAMETERS = {"since", "token"}
-CLOSE_POLICY = 1008  # RFC 6455: a policy violation (revoked token, a client that stopped reading)
-CLOSE_ERROR = 1011
+# Close codes. Daphne's websocket library lets an application close only with 1000 or a code
+# of 3000-4999, so the policy closes (RFC 6455's 1008) and the server error (1011) are spelled
+# in the private range, after the HTTP status they stand for.
+CLOSE_REVOKED = 4401  # the token was revoked: reconnecting with it is refused
+CLOSE_TOO_SLOW = 4408  # the connection stayed full: reconnect with ?since=<last seq seen>
+CLOSE_ERROR = 4500  # the server failed; reconnect with ?since=
 
 
 def _int_param(query: dict[str, str], name: str, *, code: str, minimum: int, maximum: int | None):
@@ -152,8 +156,8 @@ class ChannelStreamConsumer:
     cursor, takes no frames from the client (each is answered with an error frame).
 
     Flow control: the stream is sent only as fast as the client reads (``SendWindow``); a
-    client whose connection stays full for AGENTCHAT_STREAM_STALL_SECONDS is closed with 1008,
-    as is the session of a token that gets revoked.
+    client whose connection stays full for AGENTCHAT_STREAM_STALL_SECONDS is closed with 4408, and
+    the session of a token that gets revoked with 4401.
     """
 
     @classmethod
@@ -178,7 +182,7 @@ class ChannelStreamConsumer:
             await send({"type": "websocket.close"})
             return
         session = _StreamSession(channel=channel, since=since, token_id=token_id)
-        await session.run(receive, send)
+        await session.run(scope, receive, send)
 
 
 class _StreamSession:
@@ -187,11 +191,11 @@ class _StreamSession:
         self.since = since
         self.token_id = token_id
 
-    async def run(self, receive: Receive, send: Send) -> None:
+    async def run(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         layer = get_channel_layer()
         inbox = await layer.new_channel()
         group = channel_group(self.channel.pk)
-        window = SendWindow(send)
+        window = SendWindow(scope)
         stream = MessageStream(channel=self.channel)
         tasks: list[asyncio.Future[Any]] = []
         try:
@@ -210,12 +214,12 @@ class _StreamSession:
                 if client.done():
                     return  # the client closed the connection
                 if ended.done():
-                    await send({"type": "websocket.close", "code": CLOSE_POLICY})
+                    await send({"type": "websocket.close", "code": CLOSE_REVOKED})
                     return
                 failed = pump if pump.done() else rings
                 error = None if failed.cancelled() else failed.exception()
                 if isinstance(error, _TooSlow):
-                    await send({"type": "websocket.close", "code": CLOSE_POLICY})
+                    await send({"type": "websocket.close", "code": CLOSE_TOO_SLOW})
                     return
                 logger.error("stream of channel %s failed", self.channel.pk, exc_info=error)
                 await send({"type": "websocket.close", "code": CLOSE_ERROR})

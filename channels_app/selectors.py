@@ -17,8 +17,9 @@ PEEK_DEFAULT = 100
 PEEK_MAX = 1000
 READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
 # Rows fetched per query of a paged read: enough for the usual handful of new messages in one
-# query, few enough that a backlog of big messages costs a bounded amount of memory.
-PAGE_BATCH = 32
+# query, few enough that a backlog of big messages (up to 768 KiB each) costs a bounded amount
+# of memory.
+PAGE_BATCH = 16
 
 
 # Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.

@@ -14,7 +14,7 @@ from django.db import connection
 from channels_app import live
 from channels_app.models import Cursor, Message
 from channels_app.services import channel_create, cursor_get, message_post
-from tests.conftest import auth
+from tests.conftest import ServerProcess, auth
 
 
 def poison(seq: int) -> None:
@@ -71,11 +71,21 @@ def test_a_wait_that_cannot_be_rendered_moves_no_cursor(batch):
     assert cursor_get(agent=bob, channel=channel) == 3
 
 
-@pytest.mark.django_db(transaction=True)
-def test_over_http_the_failure_is_a_clean_500_and_the_batch_comes_later(live, make_agent):
+def test_over_http_the_failure_is_a_clean_500_and_the_batch_comes_later(
+    transactional_db, make_agent
+):
     _, alice = make_agent("alice")
     bob, bob_token = make_agent("bob")
-    with httpx.Client(base_url=f"{live.url}/api/v1/channels/", timeout=30) as http:
+    # A server of its own: the 500s below are logged with their tracebacks, as they should be.
+    server = ServerProcess()
+    try:
+        scenario(server, alice, bob, bob_token)
+    finally:
+        server.stop()
+
+
+def scenario(server, alice, bob, bob_token):
+    with httpx.Client(base_url=f"{server.url}/api/v1/channels/", timeout=30) as http:
         assert http.post("", json={"name": "poison"}, headers=auth(alice)).status_code == 201
         for title in ("one", "two"):
             http.post("poison/messages/", json={"title": title}, headers=auth(alice))
