@@ -353,8 +353,10 @@ WAIT_PATH = {
             "summary": "Wait for a relevant message (long-poll)",
             "description": (
                 "Returns as soon as a message relevant to the caller exists after its cursor "
-                "(and advances the cursor like read), or after `timeout` seconds with "
-                "`timed_out: true` and the cursor unchanged. Holds no server thread while parked."
+                "(a page, and the cursor moves, like read: `more: true` when relevant messages "
+                "remain), or after `timeout` seconds with `timed_out: true` and the cursor "
+                "unchanged. Holds no server thread while parked. A revoked token ends a parked "
+                "wait with 401."
             ),
             "tags": ["channels"],
             "security": [{"bearer": []}],
@@ -371,6 +373,13 @@ WAIT_PATH = {
                     },
                     "description": "seconds; at most AGENTCHAT_WAIT_MAX_TIMEOUT (900)",
                 },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000},
+                    "description": "at most this many messages; a response also stops at "
+                    "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
+                },
             ],
             "responses": {
                 "200": {
@@ -385,15 +394,16 @@ WAIT_PATH = {
                                         "items": {"$ref": "#/components/schemas/MessageOutput"},
                                     },
                                     "cursor": {"type": "integer"},
+                                    "more": {"type": "boolean"},
                                     "timed_out": {"type": "boolean"},
                                 },
-                                "required": ["messages", "cursor"],
+                                "required": ["messages", "cursor", "more"],
                             }
                         }
                     },
                 },
             },
-            ERROR_CODES_KEY: ["INVALID_TIMEOUT", "UNKNOWN_FIELD"],
+            ERROR_CODES_KEY: ["INVALID_TIMEOUT", "INVALID_VALUE", "UNKNOWN_FIELD"],
         }
     }
 }

@@ -224,10 +224,6 @@ class ReadOutput(MessageListOutput):
     )
 
 
-class WaitOutput(ReadOutput):
-    timed_out = serializers.BooleanField(required=False)
-
-
 class EmptyInput(StrictSerializer):
     """Endpoints that take no body (or an empty object)."""
 
