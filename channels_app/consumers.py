@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -38,6 +37,7 @@ from agentchat.core.revocation import token_watch
 from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
+from agentchat.core.validation import int_parse, number_parse
 from channels_app.live import MessageStream, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 from channels_app.services import channel_group
@@ -54,34 +54,16 @@ CLOSE_TOO_SLOW = 4408  # the connection stayed full: reconnect with ?since=<last
 CLOSE_ERROR = 4500  # the server failed; reconnect with ?since=
 
 
-def _int_param(query: dict[str, str], name: str, *, code: str, minimum: int, maximum: int | None):
-    # TODO(live): agentchat.core.validation.int_parse once it lands on main.
-    raw = query.get(name)
-    if raw is None or raw == "":
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
-        raise AppError(code, f"{name} must be a non-negative integer", detail={"field": name})
-    value = int(raw)
-    if value < minimum or (maximum is not None and value > maximum):
-        raise AppError(code, f"{name} is out of range", detail={"field": name})
-    return value
-
-
 def parse_timeout(raw: str | None) -> float:
-    if raw is None or raw == "":
-        return settings.AGENTCHAT_WAIT_DEFAULT_TIMEOUT
-    maximum = settings.AGENTCHAT_WAIT_MAX_TIMEOUT
-    value = math.nan
-    if raw.isascii() and len(raw) <= 32:
-        with contextlib.suppress(ValueError):
-            value = float(raw)
-    if not (math.isfinite(value) and 0 <= value <= maximum):
-        raise AppError(
-            "INVALID_TIMEOUT",
-            f"timeout must be a number of seconds from 0 to {maximum:g}",
-            detail={"timeout": raw, "max": maximum},
-        )
-    return value
+    timeout = number_parse(
+        raw,
+        field="timeout",
+        code="INVALID_TIMEOUT",
+        maximum=settings.AGENTCHAT_WAIT_MAX_TIMEOUT,
+        default=settings.AGENTCHAT_WAIT_DEFAULT_TIMEOUT,
+    )
+    assert timeout is not None
+    return timeout
 
 
 def _unknown_parameters(query: dict[str, str], known: set[str]) -> None:
@@ -114,8 +96,13 @@ class ChannelWaitConsumer:
             query = scope_query(scope)
             _unknown_parameters(query, WAIT_PARAMETERS)
             timeout = parse_timeout(query.get("timeout"))
-            limit = _int_param(
-                query, "limit", code="INVALID_VALUE", minimum=1, maximum=READ_LIMIT_MAX
+            limit = int_parse(
+                query.get("limit"),
+                field="limit",
+                code="INVALID_VALUE",
+                minimum=1,
+                maximum=READ_LIMIT_MAX,
+                default=READ_LIMIT_MAX,
             )
             agent, token = await run_db(token_authenticate, scope_token(scope, allow_query=False))
             channel = await run_db(channel_get, scope["url_route"]["kwargs"]["name"])
@@ -127,7 +114,7 @@ class ChannelWaitConsumer:
                 channel=channel,
                 agent=agent,
                 timeout=timeout,
-                limit=limit or READ_LIMIT_MAX,
+                limit=limit,
                 token_id=token.pk,
             )
         )
@@ -171,7 +158,7 @@ class ChannelStreamConsumer:
             request_check(scope)
             query = scope_query(scope)
             _unknown_parameters(query, STREAM_PARAMETERS)
-            since = _int_param(query, "since", code="INVALID_SEQ", minimum=0, maximum=None)
+            since = int_parse(query.get("since"), field="since", code="INVALID_SEQ")
             _, token_id = await run_db(websocket_principal, scope)
             channel = await run_db(channel_get, scope["url_route"]["kwargs"]["name"])
         except AppError:

@@ -49,17 +49,31 @@ def subscribers(group: str) -> int:
     return len(channels)
 
 
+def redis_channel_layers(url: str) -> dict[str, Any]:
+    """CHANNEL_LAYERS as the settings make them for REDIS_URL=url (with their prefix), so that
+    this process rings the same groups as servers started with that URL."""
+    import os
+    import runpy
+    from pathlib import Path
+
+    before = os.environ.get("REDIS_URL")
+    os.environ["REDIS_URL"] = url
+    try:
+        settings_file = Path(__file__).resolve().parent.parent / "agentchat" / "settings.py"
+        return runpy.run_path(str(settings_file))["CHANNEL_LAYERS"]
+    finally:
+        if before is None:
+            del os.environ["REDIS_URL"]
+        else:
+            os.environ["REDIS_URL"] = before
+
+
 @pytest.fixture(params=["memory", "redis"])
 def layer_kind(request: pytest.FixtureRequest, settings: Any) -> str:
     if request.param == "redis":
         url = redis_url_for_tests()
         require_service("Redis", redis_reachable(url), f"no Redis at {url}")
-        settings.CHANNEL_LAYERS = {
-            "default": {
-                "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-                "CONFIG": {"hosts": [url]},
-            }
-        }
+        settings.CHANNEL_LAYERS = redis_channel_layers(url)
     else:
         settings.CHANNEL_LAYERS = {
             "default": {

@@ -12,11 +12,10 @@ import pytest
 from agentchat.core.asgi_http import (
     accepts_json,
     body_read,
-    error_headers,
     error_send,
     request_check,
 )
-from agentchat.core.errors import AppError
+from agentchat.core.errors import AppError, error_render
 from tests.conftest import auth
 from tests.wire import ws_handshake_status
 
@@ -55,13 +54,13 @@ def test_duplicate_authorization_headers_are_401():
     s = scope(("Host", "127.0.0.1"), ("Authorization", "Bearer a"), ("Authorization", "Bearer b"))
     error = refused(s)
     assert (error.code, error.status) == ("AUTH_INVALID", 401)
-    assert error_headers(error) == {"WWW-Authenticate": 'Bearer realm="agentchat"'}
+    assert error_render(error).headers == {"WWW-Authenticate": 'Bearer realm="agentchat"'}
 
 
 def test_a_method_not_allowed_is_405_with_allow():
     error = refused(scope(("Host", "127.0.0.1"), method="POST"), methods={"GET"})
     assert (error.code, error.status) == ("METHOD_NOT_ALLOWED", 405)
-    assert error_headers(error) == {"Allow": "GET"}
+    assert error_render(error).headers == {"Allow": "GET"}
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,9 @@ long-poll (and the SSE endpoints to come), and the websocket handshake checks.
   codes as the REST lane.
 - ``body_read`` reads a request body to the end (chunked or not), capped while it is read.
 - ``disconnected`` returns when the client goes away.
-- ``json_send`` / ``error_send`` answer with a JSON body of declared length; errors are
-  rendered by ``error_headers`` + ``error_body``: the status comes from the error table, a 401
-  carries ``WWW-Authenticate`` and a 405 its ``Allow``.
+- ``json_send`` / ``error_send`` answer with a JSON body of declared length; errors go through
+  the one renderer, ``agentchat.core.errors.error_render`` (the status from the error table, a
+  401 with ``WWW-Authenticate``, a 405 with its ``Allow``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ from typing import Any
 from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
 
-from agentchat.core.encode import json_bytes
-from agentchat.core.errors import AppError, error_body
+from agentchat.core.errors import AppError, error_render
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-WWW_AUTHENTICATE = 'Bearer realm="agentchat"'
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -131,15 +129,6 @@ async def disconnected(receive: Receive) -> None:
         pass
 
 
-def error_headers(exc: AppError) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    if exc.status == 401:
-        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
-    if exc.code == "METHOD_NOT_ALLOWED" and isinstance(exc.detail.get("allow"), list):
-        headers["Allow"] = ", ".join(exc.detail["allow"])
-    return headers
-
-
 async def json_send(
     send: Send, status: int, body: bytes, headers: dict[str, str] | Iterable[tuple[str, str]] = ()
 ) -> None:
@@ -156,7 +145,8 @@ async def json_send(
 
 
 async def error_send(send: Send, exc: AppError) -> None:
-    await json_send(send, exc.status, json_bytes(error_body(exc)), error_headers(exc))
+    rendered = error_render(exc)
+    await json_send(send, rendered.status, rendered.content(), rendered.headers)
 
 
 async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:

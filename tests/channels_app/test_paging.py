@@ -201,7 +201,9 @@ def test_wait_limit_over_http(live, make_agent):
 def test_message_json_is_the_bytes_the_api_sends(db, make_agent):
     make_agent("alice")
     channel = channel_create(name="pages", created_by="alice")
-    message, _ = message_post(channel=channel, sender="alice", title="é \u2028", data={"k": [1]})
+    message, _ = message_post(
+        channel=channel, sender="alice", title="é", body="a \u2028 b", data={"k": [1]}
+    )
     from rest_framework.renderers import JSONRenderer
 
     from channels_app.selectors import message_to_dict

@@ -25,6 +25,7 @@ from agentchat.core.services import token_revoke
 from channels_app import live
 from channels_app.models import Cursor
 from channels_app.services import channel_create, channel_group, cursor_get, message_post
+from tests.channels_app.test_processes import redis_group_channel
 from tests.conftest import (
     ServerProcess,
     auth,
@@ -33,7 +34,12 @@ from tests.conftest import (
     redis_url_for_tests,
     require_service,
 )
-from tests.signals import layer_kind, until, wait_until  # noqa: F401  (fixture)
+from tests.signals import (  # noqa: F401  (fixture)
+    layer_kind,
+    redis_channel_layers,
+    until,
+    wait_until,
+)
 
 HOST = [(b"host", b"testserver")]
 
@@ -215,12 +221,7 @@ def test_a_token_revoked_by_another_process_ends_its_sessions(live, make_agent):
 def test_through_redis_a_revocation_rings_every_process(transactional_db, make_agent, settings):
     url = redis_url_for_tests()
     require_service("Redis", redis_reachable(url), f"no Redis at {url}")
-    settings.CHANNEL_LAYERS = {  # this process rings through Redis too
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [url]},
-        }
-    }
+    settings.CHANNEL_LAYERS = redis_channel_layers(url)  # this process rings through Redis too
     _, alice = make_agent("alice")
     bob, bob_token = make_agent("bob")
     row = ApiToken.objects.get(agent=bob)
@@ -231,8 +232,7 @@ def test_through_redis_a_revocation_rings_every_process(transactional_db, make_a
     try:
         r = httpx.post(f"{a.url}/api/v1/channels/", json={"name": "rv"}, headers=auth(alice))
         assert r.status_code == 201
-        # The Redis pub/sub layer's name for the group (prefix "asgi").
-        group = f"asgi__group__{channel_group(_channel_pk('rv'))}"
+        group = redis_group_channel(url, channel_group(_channel_pk("rv")))
 
         async def scenario():
             async with (
