@@ -30,7 +30,7 @@ from agentchat.core.asgi_http import (
     request_check,
 )
 from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, error_body
+from agentchat.core.errors import AppError, error_body, internal_error
 from agentchat.core.layer import inbox_close
 from agentchat.core.push import EVENT_TYPE
 from agentchat.core.revocation import token_watch
@@ -109,6 +109,10 @@ class ChannelWaitConsumer:
         except AppError as exc:
             await error_send(send, exc)
             return
+        except Exception:
+            logger.exception("wait failed before parking")
+            await error_send(send, internal_error())
+            return
         waiting = asyncio.ensure_future(
             message_wait(
                 channel=channel,
@@ -133,7 +137,7 @@ class ChannelWaitConsumer:
             await error_send(send, error)
         else:
             logger.error("wait failed", exc_info=error)
-            await error_send(send, AppError("INTERNAL_ERROR", "internal server error"))
+            await error_send(send, internal_error())
 
 
 class ChannelStreamConsumer:
@@ -185,6 +189,7 @@ class _StreamSession:
         window = SendWindow(scope)
         stream = MessageStream(channel=self.channel)
         tasks: list[asyncio.Future[Any]] = []
+        accepted = False
         try:
             async with token_watch(self.token_id) as revoked:
                 await layer.group_add(group, inbox)
@@ -192,6 +197,7 @@ class _StreamSession:
                 # the connection open is streamed to it.
                 await stream.open(self.since)
                 await send({"type": "websocket.accept"})
+                accepted = True
                 pump = asyncio.ensure_future(self._pump(stream, window, send))
                 client = asyncio.ensure_future(self._client(receive, window, send))
                 rings = asyncio.ensure_future(self._rings(layer, inbox, stream))
@@ -210,6 +216,14 @@ class _StreamSession:
                     return
                 logger.error("stream of channel %s failed", self.channel.pk, exc_info=error)
                 await send({"type": "websocket.close", "code": CLOSE_ERROR})
+        except Exception:
+            # Before the accept a close refuses the handshake (403), never daphne's 500.
+            logger.exception("stream of channel %s failed", self.channel.pk)
+            await send(
+                {"type": "websocket.close", "code": CLOSE_ERROR}
+                if accepted
+                else {"type": "websocket.close"}
+            )
         finally:
             for task in tasks:
                 task.cancel()

@@ -38,7 +38,7 @@ from channels_app.selectors import (
     channel_last_seq,
     message_dict_json,
     message_to_dict,
-    messages_after,
+    messages_after_within,
 )
 from channels_app.services import (
     ReadPage,
@@ -50,9 +50,9 @@ from channels_app.services import (
 
 logger = logging.getLogger(__name__)
 
-# Messages per database read of a stream: one batch is what a stream holds in memory. After a
-# batch of big messages the next one is a single message.
-STREAM_BATCH = 16
+# A stream reads the database a batch at a time: at most this many messages and about this many
+# bytes of them (at least one message). One batch is what a stream holds while its client reads.
+STREAM_BATCH = 64
 STREAM_BATCH_BYTES = 256 * 1024
 # Messages carried by rings that a stream keeps for seqs it has not sent yet; past this it
 # forgets them and reads the database instead, so a client that fell behind costs no memory.
@@ -277,7 +277,6 @@ class MessageStream:
             settings.AGENTCHAT_STREAM_SWEEP_SECONDS if sweep_seconds is None else sweep_seconds
         )
         self._next_sweep = 0.0
-        self._limit = STREAM_BATCH
 
     async def open(self, since: int | None) -> None:
         last_seq = await run_db(channel_last_seq, self.channel.pk)
@@ -317,12 +316,12 @@ class MessageStream:
                 return self._advance(self._inline.pop(following))
             if self.known_last >= following:
                 rows = await run_db(
-                    messages_after, channel=self.channel, after=self.position, limit=self._limit
+                    messages_after_within,
+                    channel=self.channel,
+                    after=self.position,
+                    limit=STREAM_BATCH,
+                    max_bytes=STREAM_BATCH_BYTES,
                 )
-                size = sum(
-                    len(row.body) + len(row.title) + len(str(row.data or "")) for row in rows
-                )
-                self._limit = STREAM_BATCH if size < STREAM_BATCH_BYTES else 1
                 if rows:
                     self._batch.extend(message_to_dict(row) for row in rows)
                 else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Cast, Coalesce, Length
 
 from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
@@ -16,10 +16,12 @@ from channels_app.models import Channel, Cursor, Message
 PEEK_DEFAULT = 100
 PEEK_MAX = 1000
 READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
-# Rows fetched per query of a paged read: enough for the usual handful of new messages in one
-# query, few enough that a backlog of big messages (up to 768 KiB each) costs a bounded amount
-# of memory.
+# Rows fetched by the first query of a paged read: the usual handful of new messages in one
+# query, and a bounded amount of memory even when they are big (up to 768 KiB each). Further
+# rows are fetched as many as the page can still take, planned from their sizes in SQL.
 PAGE_BATCH = 16
+PAGE_PLAN = 256  # rows whose sizes one planning query looks at
+_MESSAGE_JSON_OVERHEAD = 300  # bytes of a message's JSON besides its title, body and data
 
 
 # Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.
@@ -128,25 +130,54 @@ class MessagePage(NamedTuple):
     more: bool  # relevant messages up to ``upto`` remain after ``last``
 
 
+def _text_size() -> Any:
+    """About the bytes of a message's JSON beyond its fixed fields, computed in SQL."""
+    data = Coalesce(Length(Cast("data", output_field=TextField())), Value(0))
+    return Length("title") + Length("body") + data
+
+
+def _rows_within(rows: QuerySet[Message], *, count: int, max_bytes: int) -> QuerySet[Message]:
+    """The first rows of ``rows`` (ordered by seq) within ``count`` and about ``max_bytes``, at
+    least one: planned from the rows' sizes in SQL, so that no more rows are loaded than can be
+    sent."""
+    sizes = list(rows.annotate(size=_text_size()).values_list("seq", "size")[:PAGE_PLAN])
+    if not sizes:
+        return rows.none()
+    total, last = 0, sizes[0][0]
+    for taken, (seq, size) in enumerate(sizes, start=1):
+        total += size + _MESSAGE_JSON_OVERHEAD
+        if taken > 1 and (taken > count or total > max_bytes):
+            break
+        last = seq
+    return rows.filter(seq__lte=last)
+
+
 def message_page(
     *, channel: Channel, name: str, after: int, upto: int, limit: int, max_bytes: int
 ) -> MessagePage:
     """The relevant messages after ``after`` up to ``upto``, rendered: at most ``limit`` of them
-    and at most ``max_bytes`` of JSON, but always the first one. Rows are fetched a batch at a
-    time, so a backlog costs one page of memory, not the backlog. Rendering raises on a row
-    JSON cannot carry; callers render inside the transaction that moves the cursor, so a page
-    that cannot be sent moves nothing."""
+    and at most ``max_bytes`` of JSON, but always the first one. The first query fetches a few
+    rows; later ones as many as the page can still take, so a backlog costs one page of memory,
+    not the backlog. Rendering raises on a row JSON cannot carry; callers render inside the
+    transaction that moves the cursor, so a page that cannot be sent moves nothing."""
     parts: list[bytes] = []
     size = 0
     last = position = after
+    relevant = (
+        Message.objects.filter(channel=channel, seq__lte=upto)
+        .filter(relevant_filter(name))
+        .order_by("seq")
+    )
     while True:
-        rows = _attach(
-            Message.objects.filter(channel=channel, seq__gt=position, seq__lte=upto)
-            .filter(relevant_filter(name))
-            .order_by("seq")[:PAGE_BATCH],
-            channel,
-        )
-        for message in rows:
+        following = relevant.filter(seq__gt=position)
+        if not parts:
+            fetched = list(following[:PAGE_BATCH])
+            complete = len(fetched) < PAGE_BATCH  # nothing relevant after these
+        else:
+            planned = _rows_within(following, count=limit - len(parts), max_bytes=max_bytes - size)
+            fetched = list(planned)
+            complete = not fetched
+        for message in _attach(fetched, channel):
             position = message.seq
             if not message.is_relevant_to(name):
                 continue
@@ -158,8 +189,17 @@ def message_page(
             parts.append(part)
             size += len(part) + 1
             last = message.seq
-        if len(rows) < PAGE_BATCH:
+        if complete:
             return MessagePage(parts, last, False)
+
+
+def messages_after_within(
+    *, channel: Channel, after: int, limit: int, max_bytes: int
+) -> list[Message]:
+    """Up to ``limit`` messages after ``after`` and about ``max_bytes`` of them (at least one):
+    a stream's replay batch, which it holds while its client reads."""
+    rows = Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")
+    return _attach(_rows_within(rows, count=limit, max_bytes=max_bytes), channel)
 
 
 def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> list[Message]:

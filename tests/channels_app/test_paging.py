@@ -209,3 +209,40 @@ def test_message_json_is_the_bytes_the_api_sends(db, make_agent):
     from channels_app.selectors import message_to_dict
 
     assert message_json(message) == JSONRenderer().render(message_to_dict(message))
+
+
+@pytest.mark.django_db
+def test_a_page_loads_only_the_rows_it_can_send(db, make_agent, monkeypatch):
+    from channels_app import selectors
+
+    make_agent("alice")
+    bob, _ = make_agent("bob")
+    big = channel_create(name="big", created_by="alice")
+    for i in range(60):
+        message_post(channel=big, sender="alice", title=f"b{i}", body="x" * 100_000)
+    small = channel_create(name="small", created_by="alice")
+    for i in range(1200):
+        message_post(channel=small, sender="alice", title=f"s{i}")
+    loaded = []
+    real = selectors._attach
+
+    def counting(rows, channel):
+        result = real(rows, channel)
+        loaded.append(len(result))
+        return result
+
+    monkeypatch.setattr(selectors, "_attach", counting)
+    few = channel_create(name="few", created_by="alice")
+    for i in range(10):
+        message_post(channel=few, sender="alice", title=f"f{i}")
+    page = messages_read(channel=few, agent=bob)
+    assert (len(page.parts), page.more, loaded) == (10, False, [10])  # the usual: one query
+    loaded.clear()
+    page = messages_read(channel=big, agent=bob, max_bytes=1024 * 1024)
+    assert (len(page.parts), page.more) == (10, True)  # 10 x ~100 KB in 1 MiB
+    assert sum(loaded) <= selectors.PAGE_BATCH  # not the 60 rows (6 MB) of the backlog
+    loaded.clear()
+    page = messages_read(channel=small, agent=bob)
+    assert (len(page.parts), page.more, page.cursor) == (1000, True, 1000)
+    assert sum(loaded) <= 1000 + selectors.PAGE_BATCH
+    assert len(loaded) <= 8  # a few queries, not one per 16 rows

@@ -18,11 +18,13 @@ from tests.conftest import ServerProcess, auth
 
 
 def poison(seq: int) -> None:
-    """Store a number JSON cannot spell (1e400 reads back as infinity) in a message's data."""
+    """Store a number that cannot be read back and sent in a message's data: 1e5000, which
+    SQLite gives back as infinity (JSON has no spelling for it) and PostgreSQL as an integer of
+    5,001 digits (more than Python converts)."""
     table = Message._meta.db_table
     value = "CAST(%s AS jsonb)" if connection.vendor == "postgresql" else "%s"
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET data = {value} WHERE seq = %s", ["1e400", seq])
+        cursor.execute(f"UPDATE {table} SET data = {value} WHERE seq = %s", ["1e5000", seq])
 
 
 def heal(seq: int) -> None:

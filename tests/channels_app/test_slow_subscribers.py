@@ -60,14 +60,14 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
     StuckWindow.instances.clear()
     monkeypatch.setattr(consumers, "SendWindow", StuckWindow)
     fetched = []
-    real_after = live.messages_after
+    real_after = live.messages_after_within
 
     def counting_after(**kwargs):
         rows = real_after(**kwargs)
         fetched.append(len(rows))
         return rows
 
-    monkeypatch.setattr(live, "messages_after", counting_after)
+    monkeypatch.setattr(live, "messages_after_within", counting_after)
     real_frame = consumers._frame
 
     def frame(message):
