@@ -49,9 +49,12 @@ STREAM_PARAMETERS = {"since", "token"}
 # Close codes. Daphne's websocket library lets an application close only with 1000 or a code
 # of 3000-4999, so the policy closes (RFC 6455's 1008) and the server error (1011) are spelled
 # in the private range, after the HTTP status they stand for.
-CLOSE_REVOKED = 4401  # the token was revoked: reconnecting with it is refused
-CLOSE_TOO_SLOW = 4408  # the connection stayed full: reconnect with ?since=<last seq seen>
-CLOSE_ERROR = 4500  # the server failed; reconnect with ?since=
+REVOKED_CLOSE_CODE = 4401  # the token was revoked: reconnecting with it is refused
+# The subscriber may no longer see the channel (members or visibility changed): an error frame
+# saying CHANNEL_NOT_FOUND comes first.
+ACCESS_LOST_CLOSE_CODE = 4404
+TOO_SLOW_CLOSE_CODE = 4408  # the connection stayed full: reconnect with ?since=<last seq seen>
+ERROR_CLOSE_CODE = 4500  # the server failed; reconnect with ?since=
 
 
 def parse_timeout(raw: str | None) -> float:
@@ -105,7 +108,9 @@ class ChannelWaitConsumer:
                 default=READ_LIMIT_MAX,
             )
             agent, token = await run_db(token_authenticate, scope_token(scope, allow_query=False))
-            channel = await run_db(channel_get, scope["url_route"]["kwargs"]["name"])
+            channel = await run_db(
+                channel_get, scope["url_route"]["kwargs"]["name"], viewer=agent.name
+            )
         except AppError as exc:
             await error_send(send, exc)
             return
@@ -148,7 +153,8 @@ class ChannelStreamConsumer:
 
     Flow control: the stream is sent only as fast as the client reads (``SendWindow``); a
     client whose connection stays full for AGENTCHAT_STREAM_STALL_SECONDS is closed with 4408, and
-    the session of a token that gets revoked with 4401.
+    the session of a token that gets revoked with 4401. A subscriber that may no longer see the
+    channel (members or visibility changed) gets an error frame (CHANNEL_NOT_FOUND) and 4404.
     """
 
     @classmethod
@@ -163,8 +169,10 @@ class ChannelStreamConsumer:
             query = scope_query(scope)
             _unknown_parameters(query, STREAM_PARAMETERS)
             since = int_parse(query.get("since"), field="since", code="INVALID_SEQ")
-            _, token_id = await run_db(websocket_principal, scope)
-            channel = await run_db(channel_get, scope["url_route"]["kwargs"]["name"])
+            principal, token_id = await run_db(websocket_principal, scope)
+            channel = await run_db(
+                channel_get, scope["url_route"]["kwargs"]["name"], viewer=principal
+            )
         except AppError:
             await send({"type": "websocket.close"})  # before accept: the handshake is refused
             return
@@ -172,13 +180,16 @@ class ChannelStreamConsumer:
             logger.exception("websocket handshake failed")
             await send({"type": "websocket.close"})
             return
-        session = _StreamSession(channel=channel, since=since, token_id=token_id)
+        session = _StreamSession(channel=channel, viewer=principal, since=since, token_id=token_id)
         await session.run(scope, receive, send)
 
 
 class _StreamSession:
-    def __init__(self, *, channel: Any, since: int | None, token_id: int | None) -> None:
+    def __init__(
+        self, *, channel: Any, viewer: str, since: int | None, token_id: int | None
+    ) -> None:
         self.channel = channel
+        self.viewer = viewer
         self.since = since
         self.token_id = token_id
 
@@ -187,7 +198,7 @@ class _StreamSession:
         inbox = await layer.new_channel()
         group = channel_group(self.channel.pk)
         window = SendWindow(scope)
-        stream = MessageStream(channel=self.channel)
+        stream = MessageStream(channel=self.channel, viewer=self.viewer)
         tasks: list[asyncio.Future[Any]] = []
         accepted = False
         try:
@@ -207,23 +218,28 @@ class _StreamSession:
                 if client.done():
                     return  # the client closed the connection
                 if ended.done():
-                    await send({"type": "websocket.close", "code": CLOSE_REVOKED})
+                    await send({"type": "websocket.close", "code": REVOKED_CLOSE_CODE})
                     return
                 failed = pump if pump.done() else rings
                 error = None if failed.cancelled() else failed.exception()
                 if isinstance(error, _TooSlow):
-                    await send({"type": "websocket.close", "code": CLOSE_TOO_SLOW})
+                    await send({"type": "websocket.close", "code": TOO_SLOW_CLOSE_CODE})
+                    return
+                if isinstance(error, AppError):  # CHANNEL_NOT_FOUND: it lost sight of it
+                    frame = json.dumps({"type": "error", **error_body(error)})
+                    await send({"type": "websocket.send", "text": frame})
+                    await send({"type": "websocket.close", "code": ACCESS_LOST_CLOSE_CODE})
                     return
                 logger.error("stream of channel %s failed", self.channel.pk, exc_info=error)
-                await send({"type": "websocket.close", "code": CLOSE_ERROR})
+                await send({"type": "websocket.close", "code": ERROR_CLOSE_CODE})
+        except AppError:
+            if not accepted:  # lost sight of the channel during the handshake: refused
+                await send({"type": "websocket.close"})
         except Exception:
             # Before the accept a close refuses the handshake (403), never daphne's 500.
             logger.exception("stream of channel %s failed", self.channel.pk)
-            await send(
-                {"type": "websocket.close", "code": CLOSE_ERROR}
-                if accepted
-                else {"type": "websocket.close"}
-            )
+            refusal = {"type": "websocket.close"}  # before the accept: a refused handshake
+            await send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
         finally:
             for task in tasks:
                 task.cancel()

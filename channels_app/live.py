@@ -35,10 +35,10 @@ from agentchat.core.revocation import token_watch
 from channels_app.models import Channel
 from channels_app.selectors import (
     READ_LIMIT_MAX,
-    channel_last_seq,
+    channel_last_seq_visible,
     message_dict_json,
     message_to_dict,
-    messages_after_within,
+    messages_after_visible,
 )
 from channels_app.services import (
     ReadPage,
@@ -61,8 +61,8 @@ STREAM_INLINE_MAX = 64
 
 def ring_may_concern(event: dict[str, Any], name: str) -> bool:
     """False only when a ring certainly carries nothing relevant to ``name``."""
-    if event.get("kind") != "message":
-        return True
+    if event.get("kind") != "message" or event.get("access"):
+        return True  # a change of members or visibility concerns every waiter: re-check
     sender, to = event.get("from"), event.get("to")
     return not (sender == name or (to and name not in to))
 
@@ -156,9 +156,11 @@ async def message_wait(
     thread and no database connection: it awaits its own layer inbox. A ring that carries the
     next message, relevant and small, is answered from the ring: the cursor moves onto it by a
     compare-and-set, batched with the other waiters the ring woke. Anything else (a gap, a big
-    message, a cursor moved meanwhile) is read from the database, and the database gets one
+    message, a cursor moved meanwhile, a change of members or visibility) is read from the
+    database, which checks that ``agent`` may still see the channel, and the database gets one
     last look at the deadline. With ``token_id``, revoking the token ends the wait with
-    AUTH_INVALID and moves nothing. Raises AUTH_INVALID.
+    AUTH_INVALID and moves nothing. Raises AUTH_INVALID, CHANNEL_NOT_FOUND (the agent may no
+    longer see the channel: nothing moved).
     """
     layer = get_channel_layer()
     inbox = await layer.new_channel()
@@ -250,6 +252,11 @@ async def _wait_cleanup(layer: Any, group: str, inbox: str, receiving: Any) -> N
 class MessageStream:
     """Every message of ``channel`` after a position, in seq order, each seq once.
 
+    ``viewer`` is whom the stream is for: every read of the database checks, after reading,
+    that ``viewer`` may still see the channel (a change of members or visibility is always read
+    from the database: its ring never carries it), and the iteration raises CHANNEL_NOT_FOUND
+    when not, so nothing from the change on is yielded.
+
     ``await stream.open(since)`` fixes the position (``since``, or the channel's last seq when
     None: only what is posted from then on); subscribe to the channel's group first, so that
     nothing posted after the position is missed. Then feed it every ring (``ring(event)``,
@@ -266,8 +273,11 @@ class MessageStream:
     Never moves a cursor.
     """
 
-    def __init__(self, *, channel: Channel, sweep_seconds: float | None = None) -> None:
+    def __init__(
+        self, *, channel: Channel, viewer: str, sweep_seconds: float | None = None
+    ) -> None:
         self.channel = channel
+        self.viewer = viewer
         self.position = 0  # the last seq yielded (or the starting point)
         self.known_last = 0  # the highest seq known to exist
         self._inline: dict[int, dict[str, Any]] = {}
@@ -279,7 +289,8 @@ class MessageStream:
         self._next_sweep = 0.0
 
     async def open(self, since: int | None) -> None:
-        last_seq = await run_db(channel_last_seq, self.channel.pk)
+        """Raises CHANNEL_NOT_FOUND."""
+        last_seq = await run_db(channel_last_seq_visible, self.channel, viewer=self.viewer)
         self.position = last_seq if since is None else since
         self.known_last = last_seq
         self._schedule_sweep()
@@ -316,8 +327,9 @@ class MessageStream:
                 return self._advance(self._inline.pop(following))
             if self.known_last >= following:
                 rows = await run_db(
-                    messages_after_within,
+                    messages_after_visible,
                     channel=self.channel,
+                    viewer=self.viewer,
                     after=self.position,
                     limit=STREAM_BATCH,
                     max_bytes=STREAM_BATCH_BYTES,
@@ -335,7 +347,9 @@ class MessageStream:
                 continue
             self._schedule_sweep()
             try:
-                last_seq = await run_db(channel_last_seq, self.channel.pk)
+                last_seq = await run_db(channel_last_seq_visible, self.channel, viewer=self.viewer)
+            except AppError:
+                raise  # the viewer may no longer see the channel
             except Exception:  # keep streaming; the next ring or sweep retries
                 logger.exception("stream sweep of channel %s failed", self.channel.pk)
                 continue

@@ -209,12 +209,23 @@ def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> li
 
 
 def messages_after_visible(
-    *, channel: Channel, viewer: str, after: int, limit: int = PEEK_MAX
+    *,
+    channel: Channel,
+    viewer: str,
+    after: int,
+    limit: int = PEEK_MAX,
+    max_bytes: int | None = None,
 ) -> list[Message]:
-    """``messages_after`` for a live subscriber: raises CHANNEL_NOT_FOUND when ``viewer`` may
-    no longer see the channel. Access is checked *after* the messages are read, so a batch that
-    holds a change of members or visibility is judged by that change (or a later one)."""
-    messages = messages_after(channel=channel, after=after, limit=limit)
+    """``messages_after`` (or, with ``max_bytes``, ``messages_after_within``) for a live
+    subscriber: raises CHANNEL_NOT_FOUND when ``viewer`` may no longer see the channel. Access
+    is checked *after* the messages are read, so a batch that holds a change of members or
+    visibility is judged by that change (or a later one)."""
+    if max_bytes is None:
+        messages = messages_after(channel=channel, after=after, limit=limit)
+    else:
+        messages = messages_after_within(
+            channel=channel, after=after, limit=limit, max_bytes=max_bytes
+        )
     channel_last_seq_visible(channel, viewer=viewer)
     return messages
 

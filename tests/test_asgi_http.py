@@ -48,6 +48,8 @@ def test_without_a_host_header_the_server_address_is_the_host():
     request_check(scope())
     error = refused({**scope(), "server": ("10.9.9.9", 80)})
     assert error.code == "INVALID_HOST"
+    # No host information at all: an in-process caller (daphne always sets the server).
+    request_check({"type": "http", "method": "GET", "headers": []})
 
 
 def test_duplicate_authorization_headers_are_401():

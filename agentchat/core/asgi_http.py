@@ -37,13 +37,17 @@ def scope_headers(scope: dict[str, Any], name: bytes) -> list[str]:
     return [value.decode("latin-1") for key, value in scope.get("headers", ()) if key == name]
 
 
-def scope_host(scope: dict[str, Any]) -> str:
-    """The host the client asked for, as Django's ``HttpRequest.get_host`` finds it."""
+def scope_host(scope: dict[str, Any]) -> str | None:
+    """The host the client asked for, as Django's ``HttpRequest.get_host`` finds it; None when
+    the scope names none at all (no Host header and no server address: an in-process caller,
+    never a request from the network, where daphne always sets the server address)."""
     if settings.USE_X_FORWARDED_HOST and (forwarded := scope_headers(scope, b"x-forwarded-host")):
         return forwarded[0]
     if host := scope_headers(scope, b"host"):
         return host[0]
-    server = scope.get("server") or ("", None)
+    server = scope.get("server")
+    if not server:
+        return None
     return server[0] if server[1] is None else f"{server[0]}:{server[1]}"
 
 
@@ -88,7 +92,8 @@ def request_check(
     METHOD_NOT_ALLOWED, ``detail.allow``), and with ``json_only`` an Accept that excludes JSON
     (406 NOT_ACCEPTABLE). The lane leaves methods and Accept to each DRF view, which knows its
     own methods and renderers."""
-    if not host_allowed(scope_host(scope)):
+    host = scope_host(scope)
+    if host is not None and not host_allowed(host):
         raise AppError("INVALID_HOST", "the Host header is not allowed")
     if len(scope_headers(scope, b"authorization")) > 1:
         raise AppError("AUTH_INVALID", "send one Authorization header, not several")

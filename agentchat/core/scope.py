@@ -63,7 +63,8 @@ def origin_is_site(scope: dict[str, Any], origin: str) -> bool:
     except ValueError:
         return False
     secure = scope.get("scheme") in {"wss", "https"}
-    ours = _scheme_host_port("https" if secure else "http", scope_host(scope))
+    host = scope_host(scope)
+    ours = None if host is None else _scheme_host_port("https" if secure else "http", host)
     return theirs is not None and theirs == ours
 
 

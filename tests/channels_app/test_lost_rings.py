@@ -43,13 +43,13 @@ def rings(monkeypatch):
 def sweeps(monkeypatch):
     """Counts the stream's looks at the channel's last seq (its opening, then each sweep)."""
     calls = []
-    real = live.channel_last_seq
+    real = live.channel_last_seq_visible
 
-    def counting(channel_id):
-        calls.append(channel_id)
-        return real(channel_id)
+    def counting(channel, **kwargs):
+        calls.append(channel.pk)
+        return real(channel, **kwargs)
 
-    monkeypatch.setattr(live, "channel_last_seq", counting)
+    monkeypatch.setattr(live, "channel_last_seq_visible", counting)
     return calls
 
 

@@ -60,14 +60,14 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
     StuckWindow.instances.clear()
     monkeypatch.setattr(consumers, "SendWindow", StuckWindow)
     fetched = []
-    real_after = live.messages_after_within
+    real_after = live.messages_after_visible
 
     def counting_after(**kwargs):
         rows = real_after(**kwargs)
         fetched.append(len(rows))
         return rows
 
-    monkeypatch.setattr(live, "messages_after_within", counting_after)
+    monkeypatch.setattr(live, "messages_after_visible", counting_after)
     real_frame = consumers._frame
 
     def frame(message):
@@ -90,7 +90,7 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
             frames.append(json.loads(output["text"]))
 
     frames, close = asyncio.run(scenario())
-    assert close == {"type": "websocket.close", "code": consumers.CLOSE_TOO_SLOW}
+    assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}
     assert [f["message"]["seq"] for f in frames] == [1, 2, 3]
     assert sum(fetched) <= live.STREAM_BATCH  # one batch read, not the 200-message backlog
     assert StuckWindow.instances[-1].closed

@@ -24,7 +24,7 @@ from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
 from agentchat.core.errors import AppError
-from channels_app import consumers, services
+from channels_app import consumers, live, services
 from channels_app.models import Channel, Cursor, Message
 from channels_app.services import channel_create, channel_update, cursor_get, message_post
 from tests.channels_app.test_processes import redis_group_channel, redis_subscribed
@@ -244,15 +244,15 @@ def test_a_wait_parked_before_the_channel_is_hidden_answers_404_and_moves_nothin
 
 # Where the wait's algorithm lives, and how its answer reads: the only lines to change when it
 # moves (channels_app.live).
-WAIT_MODULE = consumers
+WAIT_MODULE = live
 
 
 def start_wait(channel: Channel, agent: Any, timeout: float) -> asyncio.Task:
-    return asyncio.create_task(consumers.ChannelWaitConsumer.wait(channel, agent, timeout))
+    return asyncio.create_task(live.message_wait(channel=channel, agent=agent, timeout=timeout))
 
 
 def wait_answer(result: Any) -> dict[str, Any]:
-    return result
+    return json.loads(result.body())
 
 
 @pytest.fixture
