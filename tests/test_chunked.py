@@ -61,13 +61,13 @@ def test_channel_endpoints_read_chunked_bodies(clients):
     r = chunked(alice, "POST", "channels/", {"name": "chunky", "topic": "first"})
     assert (r.status_code, r.json()["name"], r.json()["topic"]) == (201, "chunky", "first")
     r = chunked(alice, "PATCH", "channels/chunky/", {"topic": "second"})
-    assert (r.status_code, r.json()["topic"]) == (200, "second")
+    assert (r.status_code, r.json()["topic"]) == (200, "second")  # audited as #1
     for i in range(5):
         r = chunked(alice, "POST", "channels/chunky/messages/", {"title": f"m{i}", "to": "bob"})
         assert (r.status_code, r.json()["to"]) == (201, ["bob"])
     r = chunked(bob, "POST", "channels/chunky/ack/", {"seq": 3})
     assert (r.status_code, r.json()) == (200, {"cursor": 3})
-    assert Cursor.objects.get(agent__name="bob").seq == 3  # not 5, the default
+    assert Cursor.objects.get(agent__name="bob").seq == 3  # not 6, the default
     # Endpoints that take no fields: a field sent chunked is seen, and refused.
     r = chunked(bob, "POST", "channels/chunky/read/", {"nope": 1})
     assert (r.status_code, code(r)) == (400, "UNKNOWN_FIELD")
@@ -75,10 +75,10 @@ def test_channel_endpoints_read_chunked_bodies(clients):
     r = chunked(bob, "POST", "channels/chunky/claims/m1/", {"nope": 1})
     assert (r.status_code, code(r)) == (400, "UNKNOWN_FIELD")
     r = chunked(bob, "POST", "channels/chunky/read/", {})
-    assert [m["seq"] for m in r.json()["messages"]] == [4, 5]
+    assert [m["seq"] for m in r.json()["messages"]] == [4, 5, 6]
     r = chunked(bob, "POST", "channels/chunky/claims/m1/", {})
     assert (r.status_code, r.json()["owner"]) == (201, "bob")
-    assert Message.objects.filter(channel__name="chunky").count() == 5
+    assert Message.objects.filter(channel__name="chunky").count() == 6
 
 
 def test_task_endpoints_read_chunked_bodies(clients):
