@@ -197,7 +197,7 @@ def test_a_token_revoked_by_another_process_ends_its_sessions(live, make_agent):
             )
             assert posted.status_code == 201
             assert json.loads(await asyncio.wait_for(ws.recv(), 10))["message"]["seq"] == 1
-            await asyncio.to_thread(call_command, "revoke_agent_tokens", "bob")
+            await in_thread(lambda: call_command("revoke_agent_tokens", "bob"))  # closes its db
             await asyncio.to_thread(
                 http.post,
                 "rv/messages/",
