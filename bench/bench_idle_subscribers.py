@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import socket
 import struct
@@ -33,7 +32,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import ROOT, Server, channel_create, create_tokens, proc_rss_mb, raise_nofile
+from harness import (
+    ROOT,
+    Server,
+    channel_create,
+    create_tokens,
+    migrate,
+    proc_rss_mb,
+    project_env,
+    raise_nofile,
+)
 from rawhttp import RawHttp
 
 
@@ -151,17 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     raise_nofile()
     tmp = Path(tempfile.mkdtemp(prefix="agentchat-idle-"))
     try:
-        env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}",
-            "LOG_LEVEL": "WARNING",
-        }
-        env.pop("REDIS_URL", None)
+        env = project_env(tmp)  # SQLite in tmp/db.sqlite3, the in-memory layer
         if args.stall_seconds is not None:
             env["AGENTCHAT_STREAM_STALL_SECONDS"] = str(args.stall_seconds)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
-        )
+        migrate(env)
         names = ["poster", "reader", *(f"idle{k}" for k in range(args.subscribers))]
         tokens = create_tokens(env, names)
         server = Server(env, tmp / "server.log")
