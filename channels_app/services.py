@@ -18,10 +18,10 @@ from django.utils import timezone
 
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
-from agentchat.core.models import Agent
+from agentchat.core.models import Agent, ApiToken
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
-from agentchat.core.revocation import token_is_live, tokens_revoked
+from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
@@ -529,25 +529,28 @@ def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int, int | None]
     taking one each."""
     table = Cursor._meta.db_table
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    tokens = {move[4] for move in moves if move[4] is not None}
-    revoked = tokens_revoked(tokens) if tokens else set()
+    # The token's check rides in each statement: one statement per move, as without it.
+    live = (
+        f" AND EXISTS (SELECT 1 FROM {ApiToken._meta.db_table} "
+        "WHERE id = %s AND revoked_at IS NULL)"
+    )
     results = []
     with connection.cursor() as cursor:
         for agent_id, channel_id, expected, new, token_id in moves:
-            if token_id in revoked:
-                results.append(False)
-                continue
+            check, check_args = ("", []) if token_id is None else (live, [token_id])
             cursor.execute(
                 f"UPDATE {table} SET seq = %s, updated_at = %s "
-                "WHERE agent_id = %s AND channel_id = %s AND seq = %s",
-                [new, now, agent_id, channel_id, expected],
+                f"WHERE agent_id = %s AND channel_id = %s AND seq = %s{check}",
+                [new, now, agent_id, channel_id, expected, *check_args],
             )
             moved = cursor.rowcount == 1
             if not moved and expected == 0:
+                # SELECT … WHERE: SQLite parses ON CONFLICT after a SELECT only with a WHERE.
                 cursor.execute(
                     f"INSERT INTO {table} (agent_id, channel_id, seq, updated_at) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (agent_id, channel_id) DO NOTHING",
-                    [agent_id, channel_id, new, now],
+                    f"SELECT %s, %s, %s, %s WHERE 1 = 1{check} "
+                    "ON CONFLICT (agent_id, channel_id) DO NOTHING",
+                    [agent_id, channel_id, new, now, *check_args],
                 )
                 moved = cursor.rowcount == 1
             results.append(moved)
