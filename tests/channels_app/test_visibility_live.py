@@ -411,7 +411,9 @@ def test_with_the_rings_lost_the_streams_sweep_closes_it(make_agent, pair, rings
 
 @pytest.mark.django_db(transaction=True)
 def test_a_staff_session_without_a_member_agent_cannot_subscribe(pair, django_user_model):
+    from asgiref.sync import sync_to_async
     from django.conf import settings as django_settings
+    from django.db import close_old_connections
     from django.test import Client
 
     from agentchat.core.models import Agent
@@ -430,6 +432,10 @@ def test_a_staff_session_without_a_member_agent_cannot_subscribe(pair, django_us
         communicator = WebsocketCommunicator(application, "/ws/channels/pair/", headers=headers)
         connected, _ = await communicator.connect()
         await communicator.disconnect()
+        # Channels' communicator mutes the connection closing of Channels' database thread,
+        # where its auth middleware loaded the session: close it there, or it stays checked
+        # out of PostgreSQL's pool and the test database cannot be dropped.
+        await sync_to_async(close_old_connections)()
         return connected
 
     assert asyncio.run(connects()) is False  # user:ops is no member
