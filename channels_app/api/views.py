@@ -179,9 +179,14 @@ class ReadApi(APIView):
         parameters=[
             OpenApiParameter(
                 "limit",
-                int,
-                description=f"at most this many messages (1-{selectors.READ_LIMIT_MAX}, the "
-                "default); a response also stops at AGENTCHAT_READ_MAX_BYTES of messages",
+                {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": selectors.READ_LIMIT_MAX,
+                    "default": selectors.READ_LIMIT_MAX,
+                },
+                description="at most this many messages; a response also stops at "
+                "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
             ),
         ],
         responses=s.ReadOutput,
