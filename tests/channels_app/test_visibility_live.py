@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import websockets
+import websockets.exceptions
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
