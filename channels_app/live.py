@@ -33,11 +33,10 @@ from agentchat.core.layer import inbox_close
 from agentchat.core.push import EVENT_TYPE
 from agentchat.core.revocation import token_watch
 from channels_app.models import Channel
+from channels_app.records import message_dict_json, message_to_dict
 from channels_app.selectors import (
     READ_LIMIT_MAX,
     channel_last_seq_visible,
-    message_dict_json,
-    message_to_dict,
     messages_after_visible,
 )
 from channels_app.services import (

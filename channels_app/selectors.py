@@ -7,11 +7,11 @@ from typing import Any, NamedTuple
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Coalesce, Length
 
-from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.rows import RowSelect
 from channels_app.models import Channel, Cursor, Message
+from channels_app.records import channel_to_dict, message_json
 
 PEEK_DEFAULT = 100
 PEEK_MAX = 1000
@@ -279,45 +279,3 @@ def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
         data["unread"] = channel.unread
         result.append(data)
     return result
-
-
-def channel_to_dict(channel: Channel) -> dict[str, Any]:
-    return {
-        "name": channel.name,
-        "topic": channel.topic,
-        "members": list(channel.members),
-        "created_at": channel.created_at.isoformat() if channel.created_at else None,
-        "created_by": channel.created_by,
-        "last_seq": channel.last_seq,
-        "visibility": channel.visibility,
-    }
-
-
-def message_json(message: Message) -> bytes:
-    """A message as the API spells it, in JSON bytes (raises on what JSON cannot carry)."""
-    return json_bytes(message_to_dict(message))
-
-
-def message_dict_json(data: dict[str, Any]) -> bytes:
-    return json_bytes(data)
-
-
-def message_to_dict(message: Message) -> dict[str, Any]:
-    return {
-        "seq": message.seq,
-        "id": message.id,
-        "channel": message.channel.name,
-        "from": message.sender,
-        "to": list(message.to),
-        "reply_to": message.reply_to,
-        "status": message.status,
-        "title": message.title,
-        "body": message.body,
-        "ts": message.ts.isoformat(),
-        "kind": message.kind,
-        "conversation_id": message.conversation_id or None,
-        "correlation_id": message.correlation_id or None,
-        "data": message.data,
-        "content_type": message.content_type or None,
-        "metadata": message.metadata,
-    }

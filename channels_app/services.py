@@ -6,7 +6,6 @@ transaction, the audit message commits with the change or not at all.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -25,13 +24,13 @@ from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
+from channels_app.records import audit_body, audit_title, message_to_dict
 from channels_app.selectors import (
     READ_LIMIT_MAX,
     channel_last_seq_visible,
     channel_not_found,
     channel_visible,
     message_page,
-    message_to_dict,
     messages_relevant_exist,
 )
 
@@ -415,8 +414,8 @@ def audit_post(
     message, _ = message_post(
         channel=channel,
         sender=actor,
-        title=f"{event} {subject}",
-        body=json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False),
+        title=audit_title(event, subject),
+        body=audit_body(payload),
         to=None,
         status=event,
         kind=Message.Kind.AUDIT,

@@ -27,9 +27,6 @@ from agentchat.core.validation import (
     text_problem,
 )
 
-# Re-exported for callers that have not moved to agentchat.core.validation yet.
-__all__ = ["field_size_check"]
-
 logger = logging.getLogger(__name__)
 
 

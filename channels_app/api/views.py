@@ -15,7 +15,7 @@ from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
-from channels_app import selectors, services
+from channels_app import records, selectors, services
 from channels_app.api import serializers as s
 
 
@@ -74,7 +74,7 @@ class ChannelListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
         channel = services.channel_create(created_by=request.user.name, **data)
-        return Response(selectors.channel_to_dict(channel), status=http.HTTP_201_CREATED)
+        return Response(records.channel_to_dict(channel), status=http.HTTP_201_CREATED)
 
 
 class ChannelDetailApi(APIView):
@@ -84,7 +84,7 @@ class ChannelDetailApi(APIView):
     def get(self, request: Request, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
-        data = selectors.channel_to_dict(channel)
+        data = records.channel_to_dict(channel)
         data["cursor"] = cursor
         data["unread"] = selectors.unread_count(channel=channel, agent=request.user, cursor=cursor)
         return Response(data)
@@ -112,7 +112,7 @@ class ChannelDetailApi(APIView):
             actor=request.user.name,
             **data,
         )
-        return Response(selectors.channel_to_dict(channel))
+        return Response(records.channel_to_dict(channel))
 
 
 class MessageListPostApi(APIView):
@@ -148,7 +148,7 @@ class MessageListPostApi(APIView):
         messages = selectors.message_peek(channel=channel, after=after, limit=limit)
         cursor = services.cursor_get(agent=request.user, channel=channel)
         return Response(
-            {"messages": [selectors.message_to_dict(m) for m in messages], "cursor": cursor}
+            {"messages": [records.message_to_dict(m) for m in messages], "cursor": cursor}
         )
 
     @extend_schema(
@@ -168,7 +168,7 @@ class MessageListPostApi(APIView):
             channel=channel, sender=request.user.name, message_id=data.pop("id", None), **data
         )
         return Response(
-            selectors.message_to_dict(message),
+            records.message_to_dict(message),
             status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
         )
 

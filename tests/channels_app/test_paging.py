@@ -15,7 +15,7 @@ import pytest
 from agentchat.core.models import Agent
 from channels_app import live
 from channels_app.models import Cursor
-from channels_app.selectors import message_json
+from channels_app.records import message_json
 from channels_app.services import channel_create, cursor_get, message_post, messages_read
 from tests.conftest import auth
 
@@ -206,7 +206,7 @@ def test_message_json_is_the_bytes_the_api_sends(db, make_agent):
     )
     from rest_framework.renderers import JSONRenderer
 
-    from channels_app.selectors import message_to_dict
+    from channels_app.records import message_to_dict
 
     assert message_json(message) == JSONRenderer().render(message_to_dict(message))
 
