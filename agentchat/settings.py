@@ -157,6 +157,10 @@ else:
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}
     }
 
+# Sessions in the database, with keys checked for the shape Django makes (a hostile cookie
+# never reaches a query).
+SESSION_ENGINE = "agentchat.core.sessions"
+
 # --- Auth, i18n, static --------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

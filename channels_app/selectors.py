@@ -9,6 +9,7 @@ from django.db.models.functions import Cast, Coalesce, Length
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
+from agentchat.core.names import CHANNEL_NAME_MAX, is_record_id
 from agentchat.core.rows import RowSelect
 from channels_app.models import Channel, Cursor, Message
 from channels_app.records import channel_to_dict, message_json
@@ -63,6 +64,8 @@ def channel_get(name: str, *, viewer: str) -> Channel:
     come (search, sync exports of a user, the dashboard, MCP). Lists use
     ``channels_visible_to``; reads that may run after a visibility change re-check with
     ``channel_last_seq_visible`` or ``messages_after_visible``."""
+    if not is_record_id(name, max_length=CHANNEL_NAME_MAX):
+        raise channel_not_found(name)  # no such channel can exist (and a NUL fails PostgreSQL)
     row = _CHANNEL_BY_NAME.first([name])
     if row is None or not channel_visible(row[0], viewer):
         raise channel_not_found(name)

@@ -28,8 +28,11 @@ def scope_query(scope: dict[str, Any]) -> dict[str, str]:
 
 
 def origin_allowed(origin: str) -> bool:
-    parsed = urlparse(origin)
-    host = parsed.hostname
+    try:
+        parsed = urlparse(origin)
+        host = parsed.hostname
+    except ValueError:  # e.g. "http://[::1": a malformed header is refused, not a traceback
+        return False
     if parsed.scheme not in {"http", "https"} or not host:
         return False
     return validate_host(host, settings.ALLOWED_HOSTS) or validate_host(
@@ -53,8 +56,10 @@ def _scheme_host_port(scheme: str, netloc: str) -> tuple[str, str, int | None] |
 
 def origin_is_site(scope: dict[str, Any], origin: str) -> bool:
     """Whether ``origin`` is the site itself: the same scheme, host and port as the request
-    (its Host header), as a browser page of this server sends. Another port of the same host is
-    another site (a local dev server at :3000 is not the admin at :8000)."""
+    (its Host header), as a browser page of this server sends, or one of CSRF_TRUSTED_ORIGINS
+    (behind a TLS-terminating proxy the request arrives as ``ws``/``http`` while the page's
+    origin is ``https``: list it there, as Django's CSRF check needs anyway). Another port of the
+    same host is another site (a local dev server at :3000 is not the admin at :8000)."""
     try:
         parsed = urlparse(origin)
         if parsed.scheme not in _DEFAULT_PORTS or parsed.path not in ("", "/"):
@@ -62,10 +67,23 @@ def origin_is_site(scope: dict[str, Any], origin: str) -> bool:
         theirs = _scheme_host_port(parsed.scheme, parsed.netloc)
     except ValueError:
         return False
+    if theirs is not None and theirs in _trusted_origins():
+        return True
     secure = scope.get("scheme") in {"wss", "https"}
     host = scope_host(scope)
     ours = None if host is None else _scheme_host_port("https" if secure else "http", host)
     return theirs is not None and theirs == ours
+
+
+def _trusted_origins() -> set[tuple[str, str, int | None]]:
+    trusted = set()
+    for entry in settings.CSRF_TRUSTED_ORIGINS:
+        scheme, _, netloc = entry.partition("://")
+        if scheme in _DEFAULT_PORTS and "*" not in netloc:
+            parsed = _scheme_host_port(scheme, netloc)
+            if parsed is not None:
+                trusted.add(parsed)
+    return trusted
 
 
 def scope_token(scope: dict[str, Any], *, allow_query: bool) -> str | None:
