@@ -22,7 +22,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from agentchat.core.errors import AppError, error_render
+from agentchat.core.errors import ERRORS, AppError, error_render
 from agentchat.core.validation import (
     field_size_check,
     json_loads_strict,
@@ -181,6 +181,20 @@ def _first_error(detail: Any, path: str = "") -> tuple[str, str, str]:
     return path, message, code
 
 
+def validation_error(
+    exc: serializers.ValidationError, code_map: dict[str, str] | None = None
+) -> AppError:
+    """The first failure of a DRF validation as our error: its field, its message, and a
+    declared code (a serializer's own map first, then DRF's codes mapped onto ours, then a code
+    the field raised itself if it is declared; INVALID_VALUE otherwise)."""
+    field, message, code = _first_error(exc.detail)
+    ours = (code_map or {}).get(code) or _DRF_CODES.get(code)
+    if ours is None:
+        ours = code if code in ERRORS else "INVALID_VALUE"
+    prefix = f"{field}: " if field else ""
+    return AppError(ours, f"{prefix}{message}", detail={"field": field})
+
+
 _validators = threading.local()
 
 
@@ -207,12 +221,7 @@ class StrictSerializer(serializers.Serializer):
         try:
             validated = cls._validator(**kwargs).run_validation(data)
         except serializers.ValidationError as exc:
-            field, message, code = _first_error(exc.detail)
-            code = cls.code_map.get(code) or _DRF_CODES.get(code, code)
-            if not code.isupper():
-                code = "INVALID_VALUE"
-            prefix = f"{field}: " if field else ""
-            raise AppError(code, f"{prefix}{message}", detail={"field": field}) from None
+            raise validation_error(exc, cls.code_map) from None
         return dict(validated)
 
     @classmethod
@@ -264,8 +273,7 @@ def as_app_error(exc: Exception) -> AppError | None:
         limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
         return AppError("REQUEST_TOO_LARGE", f"request body is over {limit} bytes")
     if isinstance(exc, serializers.ValidationError):
-        field, message, code = _first_error(exc.detail)
-        return AppError(_DRF_CODES.get(code, "INVALID_VALUE"), message, detail={"field": field})
+        return validation_error(exc)
     return None
 
 

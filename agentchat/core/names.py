@@ -34,7 +34,8 @@ AGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"
 RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
-def _any_case(word: str) -> str:
+def any_case(word: str) -> str:
+    """A pattern matching ``word`` in any case (Python and ECMA-262 alike)."""
     return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else re.escape(c) for c in word)
 
 
@@ -44,9 +45,9 @@ CHANNEL_NAME_PATTERN = (
     "^(?!(?:{devices})(?:\\.|$))(?!(?:{reserved})$)"
     "[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$".format(
         devices="|".join(
-            _any_case(name) for name in sorted(_WINDOWS_DEVICES) if RECORD_ID_RE.fullmatch(name)
+            any_case(name) for name in sorted(_WINDOWS_DEVICES) if RECORD_ID_RE.fullmatch(name)
         ),
-        reserved="|".join(_any_case(name) for name in sorted(_RESERVED_CHANNEL_NAMES)),
+        reserved="|".join(any_case(name) for name in sorted(_RESERVED_CHANNEL_NAMES)),
     )
 )
 

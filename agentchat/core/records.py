@@ -31,11 +31,6 @@ def ts_micros(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def to_second(value: datetime) -> datetime:
-    """``value`` cut to the second (for records the reference spells to the second)."""
-    return value.replace(microsecond=0)
-
-
 def max_lease_seconds() -> float:
     return float(settings.AGENTCHAT_MAX_LEASE_SECONDS)
 

@@ -32,7 +32,12 @@ from drf_spectacular.extensions import (
 )
 
 from agentchat.core.errors import ERRORS, UndeclaredErrorCode
-from agentchat.core.names import AGENT_NAME_PATTERN, CHANNEL_NAME_PATTERN, RECORD_ID_PATTERN
+from agentchat.core.names import (
+    AGENT_NAME_PATTERN,
+    CHANNEL_NAME_PATTERN,
+    RECORD_ID_PATTERN,
+    any_case,
+)
 from agentchat.core.validation import MAX_INT_DIGITS
 
 # --- patterns ---------------------------------------------------------------------------------
@@ -52,15 +57,11 @@ NON_BLANK_ONE_LINE_PATTERN = rf"^[^{_CONTROLS}]*[^{_CONTROLS}{_SPACES}][^{_CONTR
 _PATH_CHARS = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\\:]"
 
 
-def _any_case(word: str) -> str:
-    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
-
-
 _RESERVED_SEGMENT = "(?:{})".format(
     "|".join(
-        [_any_case(name) for name in ("con", "prn", "aux", "nul")]
-        + [_any_case(base) + "[0-9\u00b9\u00b2\u00b3]" for base in ("com", "lpt")]
-        + [_any_case("conin") + r"\$", _any_case("conout") + r"\$"]
+        [any_case(name) for name in ("con", "prn", "aux", "nul")]
+        + [any_case(base) + "[0-9\u00b9\u00b2\u00b3]" for base in ("com", "lpt")]
+        + [any_case("conin$"), any_case("conout$")]
     )
 )
 WORKSPACE_PATH_PATTERN = (
