@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -83,7 +84,8 @@ class ChannelWaitConsumer:
     """``GET /api/v1/channels/<name>/wait/?timeout=S&limit=N``: a long-poll as a plain ASGI app.
 
     While parked it holds no thread and no database connection. A client that disconnects ends
-    the wait at once (and moves nothing).
+    the wait at once and moves nothing, even when its page is being read on a database thread
+    at that moment (``abandoned``).
     """
 
     @classmethod
@@ -118,6 +120,7 @@ class ChannelWaitConsumer:
             logger.exception("wait failed before parking")
             await error_send(send, internal_error())
             return
+        abandoned = threading.Event()
         waiting = asyncio.ensure_future(
             message_wait(
                 channel=channel,
@@ -125,12 +128,16 @@ class ChannelWaitConsumer:
                 timeout=timeout,
                 limit=limit,
                 token_id=token.pk,
+                abandoned=abandoned,
             )
         )
         gone = asyncio.ensure_future(disconnected(receive))
         try:
             await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if not waiting.done():
+                # First: a cursor move already on a database thread must not commit.
+                abandoned.set()
             for task in (waiting, gone):
                 task.cancel()
         if not waiting.done() or waiting.cancelled():

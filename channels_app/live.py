@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from channels_app.selectors import (
     messages_after_visible,
 )
 from channels_app.services import (
+    CursorMove,
     ReadPage,
     channel_group,
     cursors_compare_and_set,
@@ -91,10 +93,9 @@ class _CursorMoves:
     transaction (``cursors_compare_and_set``) instead of one transaction each."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[tuple[int, int, int, int, int | None], asyncio.Future[bool]]]
-        self.pending = []
+        self.pending: list[tuple[CursorMove, asyncio.Future[bool]]] = []
 
-    async def move(self, move: tuple[int, int, int, int, int | None]) -> bool:
+    async def move(self, move: CursorMove) -> bool:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         if not self.pending:
@@ -121,15 +122,13 @@ _cursor_moves: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _CursorMoves
 )
 
 
-async def cursor_move(
-    *, agent_id: int, channel_id: int, expected: int, new: int, token_id: int | None = None
-) -> bool:
+async def cursor_move(move: CursorMove) -> bool:
     """Compare-and-set one cursor, batched with the other moves of this loop's turn."""
     loop = asyncio.get_running_loop()
     moves = _cursor_moves.get(loop)
     if moves is None:
         moves = _cursor_moves[loop] = _CursorMoves()
-    return await moves.move((agent_id, channel_id, expected, new, token_id))
+    return await moves.move(move)
 
 
 def _render(message: dict[str, Any]) -> bytes | None:
@@ -147,6 +146,7 @@ async def message_wait(
     limit: int = READ_LIMIT_MAX,
     max_bytes: int | None = None,
     token_id: int | None = None,
+    abandoned: threading.Event | None = None,
 ) -> WaitResult:
     """Wait up to ``timeout`` seconds for messages relevant to ``agent`` after its cursor.
 
@@ -159,7 +159,9 @@ async def message_wait(
     database, which checks that ``agent`` may still see the channel, and the database gets one
     last look at the deadline. With ``token_id``, revoking the token ends the wait with
     AUTH_INVALID and moves nothing. Raises AUTH_INVALID, CHANNEL_NOT_FOUND (the agent may no
-    longer see the channel: nothing moved).
+    longer see the channel: nothing moved). The caller sets ``abandoned`` when its client goes
+    away, before it cancels the wait: a cursor move already on a database thread then does not
+    commit (ReadAbandoned, or a compare-and-set that does not happen).
     """
     layer = get_channel_layer()
     inbox = await layer.new_channel()
@@ -178,6 +180,7 @@ async def message_wait(
             max_bytes=max_bytes,
             advance_if_empty=False,
             token_id=token_id,
+            abandoned=abandoned,
         )
 
     try:
@@ -220,13 +223,10 @@ async def message_wait(
                     part = None
                     if event.get("seq") == known + 1 and "message" in event:
                         part = _render(event["message"])
-                    if part is not None and await cursor_move(
-                        agent_id=agent.pk,
-                        channel_id=channel.pk,
-                        expected=page.cursor,
-                        new=event["seq"],
-                        token_id=token_id,
-                    ):
+                    move = CursorMove(
+                        agent.pk, channel.pk, page.cursor, event["seq"], token_id, abandoned
+                    )
+                    if part is not None and await cursor_move(move):
                         page = ReadPage([part], event["seq"], False, event["seq"])
                         return WaitResult(page, timed_out=False)
                     break  # a gap, a big message, a moved cursor or a revoked token: read

@@ -6,8 +6,9 @@ transaction, the audit message commits with the change or not at all.
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -443,6 +444,28 @@ def cursor_get(*, agent: Agent, channel: Channel) -> int:
     )
 
 
+def _cursor_for_update(*, agent: Agent, channel: Channel) -> int:
+    """The cursor, which no other transaction may move until this one ends: two reads of one
+    agent in one channel at once deliver each message once, and the cursor never moves back.
+    SQLite's write transaction is exclusive already; on PostgreSQL the cursor's row is locked
+    (made first, at 0, when missing, which reads as no cursor)."""
+    if connection.vendor != "postgresql":
+        return cursor_get(agent=agent, channel=channel)
+    locked = Cursor.objects.select_for_update().filter(agent=agent, channel=channel)
+    seq = locked.values_list("seq", flat=True).first()
+    if seq is None:
+        Cursor.objects.bulk_create(
+            [Cursor(agent=agent, channel=channel, seq=0, updated_at=timezone.now())],
+            ignore_conflicts=True,
+        )
+        seq = locked.values_list("seq", flat=True).first()
+    return seq or 0
+
+
+class ReadAbandoned(Exception):
+    """The client of a read went away before its cursor move committed: nothing moved."""
+
+
 class ReadPage(NamedTuple):
     parts: list[bytes]  # the delivered messages, each rendered as JSON (message_json)
     cursor: int  # the caller's cursor afterwards
@@ -475,6 +498,7 @@ def messages_read(
     max_bytes: int | None = None,
     advance_if_empty: bool = True,
     token_id: int | None = None,
+    abandoned: threading.Event | None = None,
 ) -> ReadPage:
     """SPEC §5/§8, paged: the relevant messages after the cursor, at most ``limit`` of them and
     ``max_bytes`` of JSON (AGENTCHAT_READ_MAX_BYTES; always at least one). When relevant
@@ -485,9 +509,11 @@ def messages_read(
     cannot be sent (JSON cannot carry it) fails the read and moves nothing. With
     ``advance_if_empty=False`` (wait) the cursor moves only when something relevant is
     returned, so a wait that times out leaves it where it was. With ``token_id`` (a live
-    session) a token revoked meanwhile moves nothing. Raises AUTH_INVALID (``token_id``
-    revoked), CHANNEL_NOT_FOUND (the agent may no longer see the channel: checked again inside
-    the write transaction).
+    session) a token revoked meanwhile moves nothing. ``abandoned`` is set (from any thread)
+    when the client goes away: looked at last, just before the transaction commits, so a move
+    whose response has no one to reach is undone. Raises AUTH_INVALID (``token_id`` revoked),
+    CHANNEL_NOT_FOUND (the agent may no longer see the channel: checked again inside the write
+    transaction), ReadAbandoned.
     """
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     last_seq = channel_last_seq_visible(channel, viewer=agent.name)
@@ -503,7 +529,7 @@ def messages_read(
         # Re-read inside the write transaction: the counter row and every message up to it are
         # committed together, so nothing at or below last_seq can appear later.
         last_seq = channel_last_seq_visible(channel, viewer=agent.name)
-        cursor = cursor_get(agent=agent, channel=channel)
+        cursor = _cursor_for_update(agent=agent, channel=channel)
         page = message_page(
             channel=channel,
             name=agent.name,
@@ -516,14 +542,25 @@ def messages_read(
         if target > cursor and (page.parts or advance_if_empty):
             _cursor_set(agent=agent, channel=channel, seq=target)
             cursor = target
+        if abandoned is not None and abandoned.is_set():
+            raise ReadAbandoned
     return ReadPage(page.parts, cursor, page.more, last_seq)
 
 
+class CursorMove(NamedTuple):
+    agent_id: int
+    channel_id: int
+    expected: int  # where the cursor must stand (a missing cursor stands at 0)
+    new: int
+    token_id: int | None = None  # when given, the token must not be revoked
+    abandoned: threading.Event | None = None  # set when the move's response has no one to reach
+
+
 @write_atomic()
-def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int, int | None]]) -> list[bool]:
-    """Move many cursors in one transaction: each ``(agent_id, channel_id, expected, new,
-    token_id)`` moves only if the cursor still stands at ``expected`` (a missing cursor stands
-    at 0) and the token (when given) is not revoked. Returns, per move, whether it happened.
+def cursors_compare_and_set(*, moves: Sequence[CursorMove]) -> list[bool]:
+    """Move many cursors in one transaction: each moves only if it still stands at
+    ``expected``, its token (when given) is live and its client is still there (``abandoned``
+    not set, looked at again just before the commit). Returns, per move, whether it happened.
     One ring can wake a thousand waiters; their cursor writes share this transaction instead of
     taking one each."""
     table = Cursor._meta.db_table
@@ -535,24 +572,36 @@ def cursors_compare_and_set(*, moves: list[tuple[int, int, int, int, int | None]
     )
     results = []
     with connection.cursor() as cursor:
-        for agent_id, channel_id, expected, new, token_id in moves:
-            check, check_args = ("", []) if token_id is None else (live, [token_id])
+        for move in moves:
+            if move.abandoned is not None and move.abandoned.is_set():
+                results.append(False)
+                continue
+            where = [move.agent_id, move.channel_id]
+            check, check_args = ("", []) if move.token_id is None else (live, [move.token_id])
             cursor.execute(
                 f"UPDATE {table} SET seq = %s, updated_at = %s "
                 f"WHERE agent_id = %s AND channel_id = %s AND seq = %s{check}",
-                [new, now, agent_id, channel_id, expected, *check_args],
+                [move.new, now, *where, move.expected, *check_args],
             )
             moved = cursor.rowcount == 1
-            if not moved and expected == 0:
+            if not moved and move.expected == 0:
                 # SELECT … WHERE: SQLite parses ON CONFLICT after a SELECT only with a WHERE.
                 cursor.execute(
                     f"INSERT INTO {table} (agent_id, channel_id, seq, updated_at) "
                     f"SELECT %s, %s, %s, %s WHERE 1 = 1{check} "
                     "ON CONFLICT (agent_id, channel_id) DO NOTHING",
-                    [agent_id, channel_id, new, now, *check_args],
+                    [*where, move.new, now, *check_args],
                 )
                 moved = cursor.rowcount == 1
             results.append(moved)
+        for index, move in enumerate(moves):
+            if results[index] and move.abandoned is not None and move.abandoned.is_set():
+                # Its client left while the others moved: put it back before the commit.
+                cursor.execute(
+                    f"UPDATE {table} SET seq = %s WHERE agent_id = %s AND channel_id = %s",
+                    [move.expected, move.agent_id, move.channel_id],
+                )
+                results[index] = False
     return results
 
 

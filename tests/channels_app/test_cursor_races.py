@@ -1,0 +1,226 @@
+"""Each message is delivered once: two reads of one agent in one channel at once, and a client
+that goes away while its page is being committed (the review of issue 8's fixes).
+
+On PostgreSQL two reads could both start from the same cursor (each in its own transaction at
+READ COMMITTED) and deliver the same messages twice; the cursor could even move back. A wait
+whose client disconnected while its read was on a database thread still committed the move,
+so the page was never sent and never delivered."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from django.db import connection, connections
+
+from agentchat.asgi import application
+from agentchat.core import db as core_db
+from channels_app import live, services
+from channels_app.models import Cursor
+from channels_app.services import (
+    CursorMove,
+    channel_create,
+    cursor_get,
+    cursors_compare_and_set,
+    message_post,
+    messages_read,
+)
+from tests.conftest import auth
+from tests.signals import until, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def backlog(make_agent):
+    make_agent("alice")
+    bob, bob_token = make_agent("bob")
+    channel = channel_create(name="races", created_by="alice")
+    for n in range(1, 21):
+        message_post(channel=channel, sender="alice", title=f"m{n}")
+    return channel, bob, bob_token
+
+
+def _other_is_blocked(started: threading.Event) -> bool:
+    """The second read has started and waits for the first one's transaction: on PostgreSQL on
+    a row lock (pg_stat_activity says so), on SQLite on the FIFO writer lock."""
+    if not started.is_set():
+        return False
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return cursor.fetchone()[0] > 0
+    writer = core_db._sqlite_writer
+    return writer._next_ticket - writer._serving >= 2
+
+
+def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
+    channel, bob, _ = backlog
+    first_inside, second_started, second_done = (threading.Event() for _ in range(3))
+    real_page = services.message_page
+
+    def page(**kwargs):
+        result = real_page(**kwargs)
+        if threading.current_thread().name == "first":
+            first_inside.set()
+            # Hold the first read's transaction open until the second one either finished
+            # (it did not wait for us: the bug) or waits for us.
+            wait_until(
+                lambda: second_done.is_set() or _other_is_blocked(second_started),
+                what="the second read finished or waits for the first",
+            )
+        return result
+
+    monkeypatch.setattr(services, "message_page", page)
+    results: dict[str, list[int]] = {}
+
+    def read(name: str, limit: int) -> None:
+        threading.current_thread().name = name
+        try:
+            if name == "second":
+                first_inside.wait(10)
+                second_started.set()
+            page_ = messages_read(channel=channel, agent=bob, limit=limit)
+            results[name] = [int(part.split(b'"seq":')[1].split(b",")[0]) for part in page_.parts]
+        finally:
+            if name == "second":
+                second_done.set()
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(read, "first", 5), pool.submit(read, "second", 5)]
+        for future in futures:
+            future.result(timeout=30)
+    delivered = results["first"] + results["second"]
+    assert results["first"] == [1, 2, 3, 4, 5]
+    assert results["second"] == [6, 7, 8, 9, 10]  # not 1-5 again
+    assert sorted(delivered) == delivered and len(set(delivered)) == 10
+    assert cursor_get(agent=bob, channel=channel) == 10
+
+
+def test_many_concurrent_reads_over_http_deliver_every_message_exactly_once(live, make_agent):
+    """Real clients on a real server: 8 readers of one agent, one message a page."""
+    make_agent("alice")
+    bob, bob_token = make_agent("bob")
+    channel = channel_create(name="races", created_by="alice")
+    for n in range(1, 61):
+        message_post(channel=channel, sender="alice", title=f"m{n}")
+
+    async def reader(http: httpx.AsyncClient) -> list[int]:
+        seen = []
+        while True:
+            r = await http.post(
+                f"{live.url}/api/v1/channels/races/read/?limit=1", headers=auth(bob_token)
+            )
+            assert r.status_code == 200, r.text
+            messages = r.json()["messages"]
+            if not messages:
+                return seen
+            seen.extend(m["seq"] for m in messages)
+
+    async def scenario() -> list[list[int]]:
+        async with httpx.AsyncClient(timeout=30) as http:
+            return await asyncio.gather(*(reader(http) for _ in range(8)))
+
+    per_reader = asyncio.run(scenario())
+    delivered = sorted(seq for seen in per_reader for seq in seen)
+    assert delivered == list(range(1, 61))  # each once: no duplicate, none lost
+    assert all(seen == sorted(seen) for seen in per_reader)
+    assert cursor_get(agent=bob, channel=channel) == 60
+
+
+def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, monkeypatch):
+    channel, bob, bob_token = backlog
+    inside, proceed, finished = threading.Event(), threading.Event(), threading.Event()
+    real_page = services.message_page
+    real_read = live.messages_read
+
+    def page(**kwargs):
+        result = real_page(**kwargs)
+        inside.set()
+        proceed.wait(10)  # the client leaves while the page is on the database thread
+        return result
+
+    def read(**kwargs):
+        try:
+            return real_read(**kwargs)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(services, "message_page", page)
+    monkeypatch.setattr(live, "messages_read", read)
+
+    async def scenario() -> list[dict]:
+        incoming: asyncio.Queue = asyncio.Queue()
+        sent: list[dict] = []
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await incoming.put({"type": "http.request", "body": b""})
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": "/api/v1/channels/races/wait/",
+            "query_string": b"timeout=20",
+            "headers": [(b"host", b"testserver"), *auth_header(bob_token)],
+            "server": ("testserver", 80),
+        }
+        app = asyncio.create_task(application(scope, incoming.get, send))
+        await until(inside.is_set, what="the wait's read is on a database thread")
+        await incoming.put({"type": "http.disconnect"})
+        await asyncio.wait_for(app, 10)
+        proceed.set()
+        await until(finished.is_set, what="the read's transaction ended")
+        return sent
+
+    sent = asyncio.run(scenario())
+    assert sent == []
+    assert cursor_get(agent=bob, channel=channel) == 0  # before the fix: 20, never sent
+    monkeypatch.setattr(services, "message_page", real_page)
+    assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
+
+
+def auth_header(token: str) -> list[tuple[bytes, bytes]]:
+    return [(b"authorization", f"Bearer {token}".encode())]
+
+
+class _SetDuringTheBatch(threading.Event):
+    """Unset when the move is made, set when the batch looks again before its commit: a client
+    that left while the other moves of its ring were written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return self.looks > 1
+
+
+def test_a_ring_move_whose_client_left_before_the_commit_is_put_back(backlog, make_agent):
+    channel, bob, _ = backlog
+    carol, _ = make_agent("carol")
+    Cursor.objects.create(agent=bob, channel=channel, seq=3)
+    left = _SetDuringTheBatch()
+    moved = cursors_compare_and_set(
+        moves=[
+            CursorMove(bob.pk, channel.pk, 3, 4, abandoned=left),
+            CursorMove(carol.pk, channel.pk, 0, 4, abandoned=threading.Event()),
+        ]
+    )
+    assert moved == [False, True]
+    assert cursor_get(agent=bob, channel=channel) == 3
+    assert cursor_get(agent=carol, channel=channel) == 4
+    gone = threading.Event()
+    gone.set()
+    assert cursors_compare_and_set(moves=[CursorMove(bob.pk, channel.pk, 3, 5, None, gone)]) == [
+        False
+    ]
+    assert cursor_get(agent=bob, channel=channel) == 3
