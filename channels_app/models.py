@@ -98,6 +98,10 @@ class Message(models.Model):
     data = models.JSONField(null=True, blank=True)
     content_type = models.CharField(max_length=200, blank=True, default="")
     metadata = models.JSONField(default=dict, blank=True)
+    # The bytes of the message's JSON (``records.message_json``) when it was stored: what a
+    # read's page and a stream's batch plan with, reading no text. A plan only: a page checks
+    # the bytes it renders (a JSON column read back may be spelled a few bytes differently).
+    json_size = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["channel_id", "seq"]

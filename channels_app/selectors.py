@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, TextField, Value
-from django.db.models.functions import Cast, Coalesce, Length
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
@@ -18,11 +18,10 @@ PEEK_DEFAULT = 100
 PEEK_MAX = 1000
 READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
 # Rows fetched by the first query of a paged read: the usual handful of new messages in one
-# query, and a bounded amount of memory even when they are big (up to 768 KiB each). Further
-# rows are fetched as many as the page can still take, planned from their sizes in SQL.
+# query, and a bounded amount of memory even when they are big (a request is at most 768 KiB).
+# Further rows are fetched as many as the page can still take, planned from their stored sizes.
 PAGE_BATCH = 16
 PAGE_PLAN = 256  # rows whose sizes one planning query looks at
-_MESSAGE_JSON_OVERHEAD = 300  # bytes of a message's JSON besides its title, body and data
 
 
 # Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.
@@ -84,10 +83,6 @@ def channels_visible_to(viewer: str) -> QuerySet[Channel]:
     return Channel.objects.filter(channels_visible(viewer)).order_by("name")
 
 
-def channel_last_seq(channel_id: int) -> int:
-    return Channel.objects.filter(pk=channel_id).values_list("last_seq", flat=True).get()
-
-
 def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
     """The channel's last seq, re-reading its access in the same row read: raises
     CHANNEL_NOT_FOUND when ``viewer`` may no longer see it (a change of members or visibility
@@ -133,22 +128,16 @@ class MessagePage(NamedTuple):
     more: bool  # relevant messages up to ``upto`` remain after ``last``
 
 
-def _text_size() -> Any:
-    """About the bytes of a message's JSON beyond its fixed fields, computed in SQL."""
-    data = Coalesce(Length(Cast("data", output_field=TextField())), Value(0))
-    return Length("title") + Length("body") + data
-
-
 def _rows_within(rows: QuerySet[Message], *, count: int, max_bytes: int) -> QuerySet[Message]:
     """The first rows of ``rows`` (ordered by seq) within ``count`` and about ``max_bytes``, at
-    least one: planned from the rows' sizes in SQL, so that no more rows are loaded than can be
-    sent."""
-    sizes = list(rows.annotate(size=_text_size()).values_list("seq", "size")[:PAGE_PLAN])
+    least one: planned from the sizes stored with the rows (``Message.json_size``), so that no
+    more rows are loaded than can be sent."""
+    sizes = list(rows.values_list("seq", "json_size")[:PAGE_PLAN])
     if not sizes:
         return rows.none()
     total, last = 0, sizes[0][0]
     for taken, (seq, size) in enumerate(sizes, start=1):
-        total += size + _MESSAGE_JSON_OVERHEAD
+        total += size + 1
         if taken > 1 and (taken > count or total > max_bytes):
             break
         last = seq
@@ -212,23 +201,13 @@ def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> li
 
 
 def messages_after_visible(
-    *,
-    channel: Channel,
-    viewer: str,
-    after: int,
-    limit: int = PEEK_MAX,
-    max_bytes: int | None = None,
+    *, channel: Channel, viewer: str, after: int, limit: int, max_bytes: int
 ) -> list[Message]:
-    """``messages_after`` (or, with ``max_bytes``, ``messages_after_within``) for a live
-    subscriber: raises CHANNEL_NOT_FOUND when ``viewer`` may no longer see the channel. Access
-    is checked *after* the messages are read, so a batch that holds a change of members or
-    visibility is judged by that change (or a later one)."""
-    if max_bytes is None:
-        messages = messages_after(channel=channel, after=after, limit=limit)
-    else:
-        messages = messages_after_within(
-            channel=channel, after=after, limit=limit, max_bytes=max_bytes
-        )
+    """``messages_after_within`` for a live subscriber: raises CHANNEL_NOT_FOUND when
+    ``viewer`` may no longer see the channel. Access is checked *after* the messages are read,
+    so a batch that holds a change of members or visibility is judged by that change (or a
+    later one)."""
+    messages = messages_after_within(channel=channel, after=after, limit=limit, max_bytes=max_bytes)
     channel_last_seq_visible(channel, viewer=viewer)
     return messages
 

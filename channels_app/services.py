@@ -25,7 +25,7 @@ from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
-from channels_app.records import audit_body, audit_title, message_to_dict
+from channels_app.records import audit_body, audit_title, message_json, message_to_dict
 from channels_app.selectors import (
     READ_LIMIT_MAX,
     channel_last_seq_visible,
@@ -350,27 +350,27 @@ def message_post(
                 existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
             ):
                 raise _ExistingId(existing)  # undoes the increment with the savepoint
-            message = row_insert(
-                Message(
-                    id=message_id or f"msg_{uuid.uuid4().hex}",
-                    channel=channel,
-                    seq=seq,
-                    sender=sender,
-                    to=recipients,
-                    recipients=recipients_column(recipients),
-                    reply_to=reply_to,
-                    ts=timezone.now(),
-                    status=status,
-                    title=title,
-                    body=body,
-                    kind=kind,
-                    conversation_id=conversation_id,
-                    correlation_id=correlation_id,
-                    data=data,
-                    content_type=content_type,
-                    metadata=metadata or {},
-                )
+            message = Message(
+                id=message_id or f"msg_{uuid.uuid4().hex}",
+                channel=channel,
+                seq=seq,
+                sender=sender,
+                to=recipients,
+                recipients=recipients_column(recipients),
+                reply_to=reply_to,
+                ts=timezone.now(),
+                status=status,
+                title=title,
+                body=body,
+                kind=kind,
+                conversation_id=conversation_id,
+                correlation_id=correlation_id,
+                data=data,
+                content_type=content_type,
+                metadata=metadata or {},
             )
+            message.json_size = len(message_json(message))
+            row_insert(message)
     except _ExistingId as exc:
         return exc.message, False
     except IntegrityError:
@@ -391,7 +391,7 @@ def message_post(
     }
     if access_change:
         event["access"] = True
-    elif len(body) + len(title) < PUSH_INLINE_LIMIT and data is None:
+    elif message.json_size <= PUSH_INLINE_LIMIT and data is None:
         event["message"] = message_to_dict(message)
     push_on_commit(channel_group(channel.pk), event)
     return message, True
