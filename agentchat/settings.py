@@ -186,7 +186,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = AGENTCHAT_MAX_REQUEST_BYTES
 AGENTCHAT_WAIT_MAX_TIMEOUT = float(os.environ.get("AGENTCHAT_WAIT_MAX_TIMEOUT", "900"))
 # A wait without ?timeout= waits this long, never longer than the maximum allows.
 AGENTCHAT_WAIT_DEFAULT_TIMEOUT = min(60.0, AGENTCHAT_WAIT_MAX_TIMEOUT)
-# How often a websocket stream checks the database for a message whose ring was lost.
+# How often a websocket stream or a parked wait checks the database for a message whose ring
+# was lost.
 AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
 # A read or wait answers at most this many bytes of messages (and at least one message); the
 # rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB.

@@ -18,7 +18,6 @@ import logging
 import threading
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from agentchat.core.asgi_http import (
@@ -32,16 +31,12 @@ from agentchat.core.asgi_http import (
 )
 from agentchat.core.db import run_db
 from agentchat.core.errors import AppError, error_body, internal_error
-from agentchat.core.layer import inbox_close
-from agentchat.core.push import EVENT_TYPE
-from agentchat.core.revocation import token_watch
 from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
 from agentchat.core.validation import int_parse, number_parse
-from channels_app.live import MessageStream, message_wait
+from channels_app.live import MessageStream, message_stream, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
-from channels_app.services import channel_group
 
 logger = logging.getLogger(__name__)
 
@@ -187,102 +182,93 @@ class ChannelStreamConsumer:
             logger.exception("websocket handshake failed")
             await send({"type": "websocket.close"})
             return
-        session = _StreamSession(channel=channel, viewer=principal, since=since, token_id=token_id)
-        await session.run(scope, receive, send)
+        await _stream_session(
+            scope, receive, send, channel=channel, viewer=principal, since=since, token_id=token_id
+        )
 
 
-class _StreamSession:
-    def __init__(
-        self, *, channel: Any, viewer: str, since: int | None, token_id: int | None
-    ) -> None:
-        self.channel = channel
-        self.viewer = viewer
-        self.since = since
-        self.token_id = token_id
+async def _stream_session(
+    scope: dict[str, Any],
+    receive: Receive,
+    send: Send,
+    *,
+    channel: Any,
+    viewer: str,
+    since: int | None,
+    token_id: int | None,
+) -> None:
+    window = SendWindow(scope)
+    tasks: list[asyncio.Future[Any]] = []
+    accepted = False
+    try:
+        async with message_stream(
+            channel=channel, viewer=viewer, since=since, token_id=token_id
+        ) as stream:
+            # Subscribed and positioned before the handshake completes: whatever is posted
+            # once the client sees the connection open is streamed to it.
+            await send({"type": "websocket.accept"})
+            accepted = True
+            pump = asyncio.ensure_future(_pump(stream, window, send))
+            client = asyncio.ensure_future(_client(receive, window, send))
+            ended = asyncio.ensure_future(stream.ended.wait())
+            tasks = [pump, client, ended]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            if client.done():
+                return  # the client closed the connection
+            error = stream.error if ended.done() else pump.exception()
+            await _close_for(error, send, channel=channel)
+    except Exception as exc:
+        # CHANNEL_NOT_FOUND on entry: it lost sight of the channel during the handshake.
+        if not isinstance(exc, AppError):
+            logger.exception("stream of channel %s failed", channel.pk)
+        # Before the accept a close refuses the handshake (403), never daphne's 500.
+        refusal = {"type": "websocket.close"}
+        await send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        window.close()
 
-    async def run(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        layer = get_channel_layer()
-        inbox = await layer.new_channel()
-        group = channel_group(self.channel.pk)
-        window = SendWindow(scope)
-        stream = MessageStream(channel=self.channel, viewer=self.viewer)
-        tasks: list[asyncio.Future[Any]] = []
-        accepted = False
-        try:
-            async with token_watch(self.token_id) as revoked:
-                await layer.group_add(group, inbox)
-                # Fixed before the handshake completes: whatever is posted once the client sees
-                # the connection open is streamed to it.
-                await stream.open(self.since)
-                await send({"type": "websocket.accept"})
-                accepted = True
-                pump = asyncio.ensure_future(self._pump(stream, window, send))
-                client = asyncio.ensure_future(self._client(receive, window, send))
-                rings = asyncio.ensure_future(self._rings(layer, inbox, stream))
-                ended = asyncio.ensure_future(revoked.wait())
-                tasks = [pump, client, rings, ended]
-                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                if client.done():
-                    return  # the client closed the connection
-                if ended.done():
-                    await send({"type": "websocket.close", "code": REVOKED_CLOSE_CODE})
-                    return
-                failed = pump if pump.done() else rings
-                error = None if failed.cancelled() else failed.exception()
-                if isinstance(error, _TooSlow):
-                    await send({"type": "websocket.close", "code": TOO_SLOW_CLOSE_CODE})
-                    return
-                if isinstance(error, AppError):  # CHANNEL_NOT_FOUND: it lost sight of it
-                    frame = json.dumps({"type": "error", **error_body(error)})
-                    await send({"type": "websocket.send", "text": frame})
-                    await send({"type": "websocket.close", "code": ACCESS_LOST_CLOSE_CODE})
-                    return
-                logger.error("stream of channel %s failed", self.channel.pk, exc_info=error)
-                await send({"type": "websocket.close", "code": ERROR_CLOSE_CODE})
-        except AppError:
-            if not accepted:  # lost sight of the channel during the handshake: refused
-                await send({"type": "websocket.close"})
-        except Exception:
-            # Before the accept a close refuses the handshake (403), never daphne's 500.
-            logger.exception("stream of channel %s failed", self.channel.pk)
-            refusal = {"type": "websocket.close"}  # before the accept: a refused handshake
-            await send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            window.close()
-            await asyncio.shield(inbox_close(layer, inbox, [group]))
 
-    @staticmethod
-    async def _pump(stream: MessageStream, window: SendWindow, send: Send) -> None:
-        stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
-        async for message in stream:
-            await send({"type": "websocket.send", "text": _frame(message)})
-            if window.full and not await window.room(stall):
-                raise _TooSlow
+async def _close_for(error: BaseException | None, send: Send, *, channel: Any) -> None:
+    """Close a stream that ended with ``error``, with the code that tells the client what to
+    do next."""
+    if isinstance(error, _TooSlow):
+        await send({"type": "websocket.close", "code": TOO_SLOW_CLOSE_CODE})
+    elif isinstance(error, AppError) and error.code == "AUTH_INVALID":
+        await send({"type": "websocket.close", "code": REVOKED_CLOSE_CODE})
+    elif isinstance(error, AppError):  # CHANNEL_NOT_FOUND: it lost sight of the channel
+        await send({"type": "websocket.send", "text": _error_frame(error)})
+        await send({"type": "websocket.close", "code": ACCESS_LOST_CLOSE_CODE})
+    else:
+        logger.error("stream of channel %s failed", channel.pk, exc_info=error)
+        await send({"type": "websocket.close", "code": ERROR_CLOSE_CODE})
 
-    @staticmethod
-    async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
-        """Until the client disconnects: every frame it sends (the stream takes none) gets an
-        error frame, unless its connection is full anyway."""
-        error = AppError("INVALID_VALUE", "this stream takes no messages from the client")
-        frame = json.dumps({"type": "error", **error_body(error)})
-        while True:
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            if message["type"] == "websocket.receive" and not window.full:
-                await send({"type": "websocket.send", "text": frame})
 
-    @staticmethod
-    async def _rings(layer: Any, inbox: str, stream: MessageStream) -> None:
-        while True:
-            ring = await layer.receive(inbox)
-            if ring.get("type") == EVENT_TYPE:
-                stream.ring(ring["event"])
+async def _pump(stream: MessageStream, window: SendWindow, send: Send) -> None:
+    stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
+    async for message in stream:
+        await send({"type": "websocket.send", "text": _frame(message)})
+        if window.full and not await window.room(stall):
+            raise _TooSlow
+
+
+_NO_CLIENT_FRAMES = AppError("INVALID_VALUE", "this stream takes no messages from the client")
+
+
+async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
+    """Until the client disconnects: every frame it sends (the stream takes none) gets an error
+    frame, unless its connection is full anyway."""
+    frame = _error_frame(_NO_CLIENT_FRAMES)
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if message["type"] == "websocket.receive" and not window.full:
+            await send({"type": "websocket.send", "text": frame})
 
 
 class _TooSlow(Exception):
@@ -292,3 +278,7 @@ class _TooSlow(Exception):
 def _frame(message: dict[str, Any]) -> str:
     # ASCII escapes: a frame is text, and stays valid whatever the message holds.
     return json.dumps({"type": "message", "message": message})
+
+
+def _error_frame(error: AppError) -> str:
+    return json.dumps({"type": "error", **error_body(error)})

@@ -8,9 +8,11 @@ or the wait's last look at its deadline does not recover.
 - ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The consumers of the wait
   endpoint (and the SSE endpoints to come) authenticate, parse, call it and send
   ``result.body()``.
-- ``MessageStream``: every message of a channel after a position, as an async iterator, for the
-  websocket (and SSE) consumers, which feed it the rings they receive and send what it yields
-  at the pace their client reads.
+- ``message_stream(...)``: an async context manager that subscribes, opens a ``MessageStream``
+  at ``since``, feeds it the channel's rings and watches the session's token. The websocket
+  consumer (and the SSE endpoints to come) iterate the stream and send what it yields at the
+  pace their client reads; the iteration raises AUTH_INVALID once the token is revoked and
+  CHANNEL_NOT_FOUND once the viewer may no longer see the channel.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import random
 import threading
 import weakref
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,10 +159,11 @@ async def message_wait(
     next message, relevant and small, is answered from the ring: the cursor moves onto it by a
     compare-and-set, batched with the other waiters the ring woke. Anything else (a gap, a big
     message, a cursor moved meanwhile, a change of members or visibility) is read from the
-    database, which checks that ``agent`` may still see the channel, and the database gets one
-    last look at the deadline. With ``token_id``, revoking the token ends the wait with
-    AUTH_INVALID and moves nothing. Raises AUTH_INVALID, CHANNEL_NOT_FOUND (the agent may no
-    longer see the channel: nothing moved). The caller sets ``abandoned`` when its client goes
+    database, which checks that ``agent`` may still see the channel; the database also gets a
+    look every AGENTCHAT_STREAM_SWEEP_SECONDS (a message whose ring was lost is found then, not
+    at a deadline up to 15 minutes away) and one last look at the deadline. With ``token_id``,
+    revoking the token ends the wait with AUTH_INVALID and moves nothing. Raises AUTH_INVALID,
+    CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller sets ``abandoned`` when its client goes
     away, before it cancels the wait: a cursor move already on a database thread then does not
     commit (ReadAbandoned, or a compare-and-set that does not happen).
     """
@@ -193,17 +197,20 @@ async def message_wait(
                     return WaitResult(page, timed_out=False)
                 # Park. Every message up to `known` is known to be irrelevant to us.
                 known = page.last_seq
+                sweep_at = loop.time() + _sweep_interval()
                 while True:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
                         page = await read()  # a ring is at most once, the database the record
                         return WaitResult(page, timed_out=not page.parts)
+                    if sweep_at <= loop.time():
+                        break  # a sweep: a message whose ring was lost is found now
                     if receiving is None:
                         # Not cancelled on a timeout: a cancelled receive frees the inbox.
                         receiving = asyncio.ensure_future(layer.receive(inbox))
                     await asyncio.wait(
                         {receiving, revoked_wait},
-                        timeout=remaining,
+                        timeout=min(remaining, sweep_at - loop.time()),
                         return_when=asyncio.FIRST_COMPLETED,
                     )
                     if revoked.is_set():
@@ -235,6 +242,12 @@ async def message_wait(
             if future is not None:
                 future.cancel()
         await asyncio.shield(_wait_cleanup(layer, group, inbox, receiving))
+
+
+def _sweep_interval() -> float:
+    """AGENTCHAT_STREAM_SWEEP_SECONDS, spread over the parked sessions so that they do not all
+    look at once."""
+    return settings.AGENTCHAT_STREAM_SWEEP_SECONDS * random.uniform(0.8, 1.2)
 
 
 async def _wait_cleanup(layer: Any, group: str, inbox: str, receiving: Any) -> None:
@@ -286,6 +299,16 @@ class MessageStream:
             settings.AGENTCHAT_STREAM_SWEEP_SECONDS if sweep_seconds is None else sweep_seconds
         )
         self._next_sweep = 0.0
+        self.error: BaseException | None = None
+        # Set with ``error`` by ``end()``: a consumer blocked on its client learns of it too.
+        self.ended = asyncio.Event()
+
+    def end(self, error: BaseException) -> None:
+        """End the stream: the iteration raises ``error`` from its next step on."""
+        if self.error is None:
+            self.error = error
+        self.ended.set()
+        self._wake.set()
 
     async def open(self, since: int | None) -> None:
         """Raises CHANNEL_NOT_FOUND."""
@@ -295,8 +318,7 @@ class MessageStream:
         self._schedule_sweep()
 
     def _schedule_sweep(self) -> None:
-        # Spread over the subscribers, so that they do not all look at once.
-        spread = self._sweep_seconds * random.uniform(0.8, 1.2)
+        spread = self._sweep_seconds * random.uniform(0.8, 1.2)  # as _sweep_interval
         self._next_sweep = asyncio.get_running_loop().time() + spread
 
     def ring(self, event: dict[str, Any]) -> None:
@@ -317,6 +339,8 @@ class MessageStream:
     async def __anext__(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         while True:
+            if self.error is not None:
+                raise self.error
             while self._batch:
                 message = self._batch.popleft()
                 if message["seq"] > self.position:
@@ -360,3 +384,60 @@ class MessageStream:
             for seq in [seq for seq in self._inline if seq <= self.position]:
                 del self._inline[seq]
         return message
+
+
+@contextlib.asynccontextmanager
+async def message_stream(
+    *,
+    channel: Channel,
+    viewer: str,
+    since: int | None,
+    token_id: int | None = None,
+    sweep_seconds: float | None = None,
+) -> AsyncIterator[MessageStream]:
+    """``async with message_stream(channel=…, viewer=…, since=…) as stream:`` a live
+    ``MessageStream`` for ``viewer`` from ``since`` (None: from now on).
+
+    On entry it subscribes to the channel's group, then fixes the position, so nothing posted
+    once the caller sees the block entered is missed; inside, a task feeds the stream every
+    ring. A revoked ``token_id`` ends the stream with AUTH_INVALID (``stream.ended`` is set, so
+    a caller blocked on its client can stop at once); a failure to receive rings ends it with
+    that failure. On exit it leaves the group and frees the inbox, however the block ends.
+    Raises on entry CHANNEL_NOT_FOUND (the viewer may no longer see the channel).
+    """
+    layer = get_channel_layer()
+    inbox = await layer.new_channel()
+    group = channel_group(channel.pk)
+    stream = MessageStream(channel=channel, viewer=viewer, sweep_seconds=sweep_seconds)
+    tasks: list[asyncio.Future[Any]] = []
+    try:
+        async with token_watch(token_id) as revoked:
+            await layer.group_add(group, inbox)
+            await stream.open(since)
+            tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
+            tasks.append(asyncio.ensure_future(_revocation(revoked, stream)))
+            yield stream
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await asyncio.shield(inbox_close(layer, inbox, [group]))
+
+
+async def _rings(layer: Any, inbox: str, stream: MessageStream) -> None:
+    try:
+        while True:
+            ring = await layer.receive(inbox)
+            if ring.get("type") == EVENT_TYPE:
+                stream.ring(ring["event"])
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the layer failed: the stream cannot know what it misses
+        stream.end(exc)
+
+
+async def _revocation(revoked: asyncio.Event, stream: MessageStream) -> None:
+    await revoked.wait()
+    stream.end(_token_revoked())

@@ -43,9 +43,9 @@ def test_inbox_close_frees_an_inbox_that_still_holds_rings():
         await layer.group_add("agentchat.g.3", inbox)
         for seq in range(5):
             await layer.group_send("agentchat.g.3", {"type": "agentchat.event", "seq": seq})
-        # Each layer holds the inbox now (Redis: subscribed; memory: its queue of rings).
-        if channel_held(layer, inbox) is False:
-            await asyncio.wait_for(layer.receive(inbox), 5)  # Redis: wait for one to arrive
+        # One ring taken on either layer: the inbox is then held (Redis: subscribed by the
+        # receive; memory: its queue) with four rings still on their way or queued.
+        assert (await asyncio.wait_for(layer.receive(inbox), 5))["seq"] == 0
         held = channel_held(layer, inbox)
         await inbox_close(layer, inbox, ["agentchat.g.3"])
         return before, held, channel_held(layer, inbox), channels_held(layer)

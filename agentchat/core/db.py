@@ -5,7 +5,7 @@ takes a process-wide FIFO lock: SQLite's busy handler is unfair (single writers 
 seconds at 8 concurrent posters), and a FIFO hand-off bounds the tail. On PostgreSQL it is a
 plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
-``run_db`` / ``db_call`` run ORM work for the API lane and the consumers on a small pool of
+``run_db`` runs ORM work for the API lane and the consumers on a small pool of
 long-lived threads (AGENTCHAT_DB_THREADS); ``call_on_loop`` lets that work leave a callback
 (a push) for the event loop to run with the result. ``inline_executor`` is the tests' way in.
 """
@@ -13,10 +13,9 @@ long-lived threads (AGENTCHAT_DB_THREADS); ``call_on_loop`` lets that work leave
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -170,8 +169,3 @@ async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return await loop.run_in_executor(_executor() if inline is None else inline, call)
     finally:
         hand_back.run()
-
-
-def db_call(func: Callable[..., T]) -> Callable[..., Awaitable[T]]:
-    """``await db_call(f)(*args)``: ``f`` run by ``run_db``."""
-    return functools.partial(run_db, func)

@@ -8,18 +8,15 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.http.request import validate_host
 
-from agentchat.core.asgi_http import scope_host
+from agentchat.core.asgi_http import scope_headers, scope_host
 from agentchat.core.auth import bearer_from_header
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.services import token_authenticate
 
 
-def scope_header(scope: dict[str, Any], name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return value.decode("latin-1")
-    return None
+def _first(values: list[str]) -> str | None:
+    return values[0] if values else None
 
 
 def scope_query(scope: dict[str, Any]) -> dict[str, str]:
@@ -87,7 +84,7 @@ def _trusted_origins() -> set[tuple[str, str, int | None]]:
 
 
 def scope_token(scope: dict[str, Any], *, allow_query: bool) -> str | None:
-    raw = bearer_from_header(scope_header(scope, b"authorization"))
+    raw = bearer_from_header(_first(scope_headers(scope, b"authorization")))
     if raw is None and allow_query:
         raw = scope_query(scope).get("token") or None
     return raw
@@ -98,8 +95,8 @@ def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
     this very site. A present Origin must match ALLOWED_HOSTS; a missing one needs a token
     (agents' websocket clients send none); a session needs the Origin of the site itself
     (scheme, host and port of the request). Returns the principal's name and the token's id
-    (None for a session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID. Sync: run in db_call."""
-    origin = scope_header(scope, b"origin")
+    (None for a session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID. Sync: run in run_db."""
+    origin = _first(scope_headers(scope, b"origin"))
     if origin is not None and not origin_allowed(origin):
         raise AppError("FORBIDDEN", f"origin {origin!r} is not allowed")
     raw = scope_token(scope, allow_query=True)

@@ -1,5 +1,6 @@
-"""The channel layer delivers at most once. When a ring is lost, nothing is lost: the stream's
-sweep, the stream's next ring and the wait's last look at its deadline read the database."""
+"""The channel layer delivers at most once. When a ring is lost, nothing is lost: the sweeps
+(the stream's and the wait's), the stream's next ring and the wait's last look at its deadline
+read the database."""
 
 from __future__ import annotations
 
@@ -176,3 +177,36 @@ def test_a_push_rings_the_group_when_its_transaction_commits(make_agent):
     first, second = asyncio.run(scenario())
     assert first == {"type": EVENT_TYPE, "event": {"kind": "message", "seq": 7, "title": "é"}}
     assert second["event"] == {"seq": 9}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parked_wait_sweeps_and_finds_a_lost_ring_long_before_its_deadline(
+    make_agent, rings, monkeypatch, settings
+):
+    settings.AGENTCHAT_STREAM_SWEEP_SECONDS = 0.3
+    make_agent("alice")
+    bob, _ = make_agent("bob")
+    channel = channel_create(name="lost", created_by="alice")
+    reads = []
+    real = live.messages_read
+
+    def counting(**kwargs):
+        try:
+            return real(**kwargs)
+        finally:
+            reads.append(kwargs["agent"].name)
+
+    monkeypatch.setattr(live, "messages_read", counting)
+
+    async def scenario():
+        waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=600))
+        await until(lambda: reads, what="the wait's first read")
+        await in_thread(
+            lambda: message_post(channel=channel, sender="alice", title="no ring", to="bob")
+        )
+        return await asyncio.wait_for(waiting, 10)  # before: at the deadline, 600 s away
+
+    result = json.loads(asyncio.run(scenario()).body())
+    assert [m["title"] for m in result["messages"]] == ["no ring"]
+    assert result["cursor"] == 1
+    assert len(reads) >= 2  # parking, then a sweep found it

@@ -186,7 +186,10 @@ def test_a_token_revoked_by_another_process_ends_its_sessions(live, make_agent):
                 )
             )
             # The wait has authenticated (a fresh token's first use is recorded) and the
-            # websocket is live (it got a frame): both opened before the revocation.
+            # websocket is live (it got a frame): both opened before the revocation. Whether the
+            # wait had parked by then cannot be seen from here: parked or not, it must answer
+            # 401 and move nothing (that the token look ends a parked wait is shown, with a
+            # probe of its read, by test_without_a_ring_the_token_look_ends_a_parked_wait).
             used = ApiToken.objects.filter(pk=row.pk, last_used_at__isnull=False).exists
             await in_thread(lambda: wait_until(used, what="the wait authenticated"))
             posted = await asyncio.to_thread(
