@@ -7,15 +7,21 @@ behind a client that stopped reading. The transport knows: once more than its bu
 buffer has drained (``twisted.internet.abstract.FileDescriptor``; a daphne connection's
 producer is its ``HTTPChannel``). This adapter finds the transport behind daphne's ``send`` (a
 ``functools.partial(server.handle_reply, protocol)``: daphne's own detail, checked here and
-nowhere else) and reads that flag. Anywhere else (the tests' communicators, another server) it
-knows nothing and never reports the connection full.
+nowhere else) and reads that flag. Anywhere else (the tests' communicators, another ASGI
+server, daphne serving TLS itself) it knows nothing and never reports the connection full: a
+subscriber that stops reading is then bounded by nothing here, so the first such stream of a
+process logs a warning. Serve with ``python -m agentchat.serve`` (daphne on plain TCP; TLS in
+the reverse proxy), as the README says.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 # The server's own ``send``, kept in the scope by the ASGI application before any middleware
 # wraps it (Channels' session middleware does, for websockets too).
@@ -38,12 +44,28 @@ def _daphne_transport(send: Any) -> Any | None:
     return transport
 
 
+_warned = False
+
+
+def _unsupported_warn() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        logger.warning(
+            "websocket flow control is unavailable under this server: a subscriber that stops "
+            "reading is not closed and its frames queue in memory; serve with "
+            "`python -m agentchat.serve` (daphne on plain TCP, TLS in the reverse proxy)"
+        )
+
+
 class SendWindow:
     """``full`` while the connection holds more than its transport's buffer; ``room()`` waits
     until it has drained."""
 
     def __init__(self, scope: dict[str, Any]) -> None:
         self._transport = _daphne_transport(scope.get(RAW_SEND))
+        if self._transport is None:
+            _unsupported_warn()
 
     @property
     def supported(self) -> bool:
