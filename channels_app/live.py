@@ -163,9 +163,10 @@ async def message_wait(
     look every AGENTCHAT_STREAM_SWEEP_SECONDS (a message whose ring was lost is found then, not
     at a deadline up to 15 minutes away) and one last look at the deadline. With ``token_id``,
     revoking the token ends the wait with AUTH_INVALID and moves nothing. Raises AUTH_INVALID,
-    CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller sets ``abandoned`` when its client goes
-    away, before it cancels the wait: a cursor move already on a database thread then does not
-    commit (ReadAbandoned, or a compare-and-set that does not happen).
+    CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller
+    sets ``abandoned`` when its client goes away, before it cancels the wait: a cursor move
+    already on a database thread then does not commit (ReadAbandoned, or a compare-and-set
+    that does not happen).
     """
     layer = get_channel_layer()
     inbox = await layer.new_channel()
