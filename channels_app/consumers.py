@@ -12,7 +12,6 @@ leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import threading
@@ -35,7 +34,7 @@ from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
 from agentchat.core.validation import int_parse, number_parse
-from channels_app.live import MessageStream, message_stream, message_wait
+from channels_app.live import MessageStream, message_stream, message_wait, tasks_end
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 
 logger = logging.getLogger(__name__)
@@ -225,11 +224,7 @@ async def _stream_session(
         refusal = {"type": "websocket.close"}
         await send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await tasks_end(tasks)
         window.close()
 
 

@@ -419,12 +419,17 @@ async def message_stream(
             tasks.append(asyncio.ensure_future(_revocation(revoked, stream)))
             yield stream
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await tasks_end(tasks)
         await asyncio.shield(inbox_close(layer, inbox, [group]))
+
+
+async def tasks_end(tasks: list[asyncio.Future[Any]]) -> None:
+    """Cancel ``tasks`` and wait until each has ended, whatever it ended with."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
 
 
 async def _rings(layer: Any, inbox: str, stream: MessageStream) -> None:

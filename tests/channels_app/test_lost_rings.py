@@ -111,25 +111,16 @@ def test_stream_fills_the_gap_of_a_lost_ring_at_the_next_ring(make_agent, rings,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_wait_finds_a_message_whose_ring_was_lost_at_its_deadline(make_agent, rings, monkeypatch):
+def test_wait_finds_a_message_whose_ring_was_lost_at_its_deadline(make_agent, rings, counted_reads):
     make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="lost", created_by="alice")
-    reads = []
-    real = live.messages_read
-
-    def counting(**kwargs):
-        try:
-            return real(**kwargs)
-        finally:
-            reads.append(kwargs["agent"].name)
-
-    monkeypatch.setattr(live, "messages_read", counting)
+    reads = counted_reads.names
 
     async def scenario():
         waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=1.0))
         # The wait's first read is done: the post below cannot be found by it.
-        await until(lambda: reads, what="the wait's first read")
+        await counted_reads.parked()
         await in_thread(
             lambda: message_post(channel=channel, sender="alice", title="no ring", to="bob")
         )
@@ -181,26 +172,17 @@ def test_a_push_rings_the_group_when_its_transaction_commits(make_agent):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_parked_wait_sweeps_and_finds_a_lost_ring_long_before_its_deadline(
-    make_agent, rings, monkeypatch, settings
+    make_agent, rings, counted_reads, settings
 ):
     settings.AGENTCHAT_STREAM_SWEEP_SECONDS = 0.3
     make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="lost", created_by="alice")
-    reads = []
-    real = live.messages_read
-
-    def counting(**kwargs):
-        try:
-            return real(**kwargs)
-        finally:
-            reads.append(kwargs["agent"].name)
-
-    monkeypatch.setattr(live, "messages_read", counting)
+    reads = counted_reads.names
 
     async def scenario():
         waiting = asyncio.create_task(live.message_wait(channel=channel, agent=bob, timeout=600))
-        await until(lambda: reads, what="the wait's first read")
+        await counted_reads.parked()
         await in_thread(
             lambda: message_post(channel=channel, sender="alice", title="no ring", to="bob")
         )

@@ -51,26 +51,13 @@ def rings_lost(monkeypatch):
 
 
 @pytest.fixture
-def bob_waits(make_agent, monkeypatch):
+def bob_waits(make_agent, counted_reads):
     """(channel, bob, bob's token row, parked): ``await parked()`` once bob's wait has read."""
     make_agent("alice")
     bob, _ = make_agent("bob")
     channel = channel_create(name="rv", created_by="alice")
     token = ApiToken.objects.get(agent=bob)
-    reads = []
-    real = live.messages_read
-
-    def counting(**kwargs):
-        try:
-            return real(**kwargs)
-        finally:
-            reads.append(1)
-
-    monkeypatch.setattr(live, "messages_read", counting)
-
-    async def parked():
-        await until(lambda: reads, what="the wait's first read")
-
+    parked = counted_reads.parked
     return channel, bob, token, parked
 
 

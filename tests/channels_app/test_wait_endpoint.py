@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from agentchat.asgi import application
-from channels_app import live
 from channels_app.services import channel_create
 from tests.signals import layer_kind, until  # noqa: F401  (fixture)
 
@@ -18,18 +17,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 @pytest.fixture
-def reads(monkeypatch):
-    names = []
-    real = live.messages_read
-
-    def counting(**kwargs):
-        try:
-            return real(**kwargs)
-        finally:
-            names.append(kwargs["agent"].name)
-
-    monkeypatch.setattr(live, "messages_read", counting)
-    return names
+def reads(counted_reads):
+    return counted_reads.names
 
 
 @pytest.fixture

@@ -27,32 +27,6 @@ from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture
 pytestmark = pytest.mark.usefixtures("layer_kind")
 
 
-class CountedReads:
-    """Wraps the wait's database read: records who read, and signals each finished read."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.names: list[str] = []
-        real = live.messages_read
-
-        def counting(**kwargs):
-            try:
-                return real(**kwargs)
-            finally:
-                self.names.append(kwargs["agent"].name)
-
-        monkeypatch.setattr(live, "messages_read", counting)
-
-    async def parked(self, waits: int = 1) -> None:
-        """The first read of ``waits`` waits has returned: each subscribed before it, so
-        whatever is posted from now on reaches them by a ring (or a last look), not that read."""
-        await until(lambda: len(self.names) >= waits, what="the waits' first reads")
-
-
-@pytest.fixture
-def counted_reads(monkeypatch):
-    return CountedReads(monkeypatch)
-
-
 def ring(channel, **event):
     layer = get_channel_layer()
     return layer.group_send(channel_group(channel.pk), {"type": EVENT_TYPE, "event": event})
