@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -37,16 +37,7 @@ from tests.conftest import (
     redis_url_for_tests,
     require_service,
 )
-
-
-async def until(condition: Callable[[], Any], *, timeout: float = 10, what: str = "") -> None:
-    """Poll ``condition`` (cheap, in-process or a probe) until it holds, with a deadline."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        await asyncio.sleep(0.01)
+from tests.signals import until
 
 
 def api(live: ServerProcess, token: str) -> httpx.Client:
