@@ -53,20 +53,24 @@ import uuid
 from django.db import connection, transaction
 from django.utils import timezone
 from channels_app.models import Channel, Message
+from channels_app.records import message_json_size
 channel = Channel.objects.get(name={channel!r})
 with transaction.atomic():
     with connection.cursor() as cursor:
         table = Channel._meta.db_table
         cursor.execute(f"UPDATE {{table}} SET last_seq = %s WHERE id = %s", [{count}, channel.pk])
     for start in range(1, {count} + 1, 50):
-        Message.objects.bulk_create(
+        rows = [
             Message(
-                id=f"msg_{{uuid.uuid4().hex}}", channel_id=channel.pk, seq=seq, sender="poster",
+                id=f"msg_{{uuid.uuid4().hex}}", channel=channel, seq=seq, sender="poster",
                 to=[], recipients="", ts=timezone.now(), title=f"backlog {{seq}}",
                 body="b" * {body_bytes},
             )
             for seq in range(start, min(start + 50, {count} + 1))
-        )
+        ]
+        for row in rows:
+            row.json_size = message_json_size(row)
+        Message.objects.bulk_create(rows)
 """
     subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True

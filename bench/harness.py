@@ -185,6 +185,7 @@ def django_helper(spec: dict[str, Any]) -> dict[str, Any]:
 
     from agentchat.core.services import agent_get_or_create, token_create
     from channels_app.models import Channel, Message
+    from channels_app.records import message_json_size
 
     if spec["op"] == "agents":
         tokens = []
@@ -210,10 +211,10 @@ def django_helper(spec: dict[str, Any]) -> dict[str, Any]:
                     )
                     last = int(cursor.fetchone()[0])
                 now = timezone.now()
-                Message.objects.bulk_create(
+                rows = [
                     Message(
                         id=f"msg_{uuid.uuid4().hex}",
-                        channel_id=channel.pk,
+                        channel=channel,
                         seq=seq,
                         sender=spec["sender"],
                         to=[],
@@ -223,7 +224,10 @@ def django_helper(spec: dict[str, Any]) -> dict[str, Any]:
                         body=f"filler message {seq}",
                     )
                     for seq in range(last - n + 1, last + 1)
-                )
+                ]
+                for row in rows:
+                    row.json_size = message_json_size(row)
+                Message.objects.bulk_create(rows)
             left -= n
         return {"last_seq": last, "fill_s": round(time.perf_counter() - started, 2)}
     raise ValueError(f"unknown helper op {spec['op']!r}")

@@ -108,6 +108,10 @@ class Message(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["channel", "seq"], name="message_channel_seq_unique"),
             models.CheckConstraint(condition=models.Q(seq__gte=1), name="message_seq_gte_1"),
+            # Set by whatever makes the row (records.message_json_size): 0 would plan as free.
+            models.CheckConstraint(
+                condition=models.Q(json_size__gt=0), name="message_json_size_gt_0"
+            ),
         ]
 
     def __str__(self) -> str:

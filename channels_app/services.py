@@ -25,7 +25,7 @@ from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
-from channels_app.records import audit_body, audit_title, message_json, message_to_dict
+from channels_app.records import audit_body, audit_title, message_json_size, message_to_dict
 from channels_app.selectors import (
     READ_LIMIT_MAX,
     channel_last_seq_visible,
@@ -369,7 +369,7 @@ def message_post(
                 content_type=content_type,
                 metadata=metadata or {},
             )
-            message.json_size = len(message_json(message))
+            message.json_size = message_json_size(message)
             row_insert(message)
     except _ExistingId as exc:
         return exc.message, False

@@ -73,6 +73,7 @@ def test_row_insert_stores_what_save_would():
             title="t",
             data={"nested": [1, 2.5, None, "ü"]},
             metadata={"k": "v"},
+            json_size=300,
         )
     )
     assert not message._state.adding

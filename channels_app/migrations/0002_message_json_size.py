@@ -70,4 +70,10 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.RunPython(sizes_fill, migrations.RunPython.noop, elidable=True),
+        migrations.AddConstraint(
+            model_name="message",
+            constraint=models.CheckConstraint(
+                condition=models.Q(json_size__gt=0), name="message_json_size_gt_0"
+            ),
+        ),
     ]

@@ -110,3 +110,12 @@ def test_the_migration_measures_the_messages_stored_before_it():
         executor.migrate(executor.loader.graph.leaf_nodes())
     for message in Message.objects.filter(channel__name="legacy"):
         assert message.json_size == len(message_json(message))
+
+
+def test_a_row_without_its_size_is_refused_by_the_database(channel):
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Message.objects.create(
+            id="msg_x", channel=channel, seq=1, sender="alice", ts=timezone.now(), title="t"
+        )
