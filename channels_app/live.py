@@ -165,7 +165,7 @@ async def message_wait(
     revoking the token ends the wait with AUTH_INVALID and moves nothing. Raises AUTH_INVALID,
     CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller
     sets ``abandoned`` when its client goes away, before it cancels the wait: a cursor move
-    already on a database thread then does not commit (ReadAbandoned, or a compare-and-set
+    already on a database thread then does not commit (ClientGone, or a compare-and-set
     that does not happen).
     """
     layer = get_channel_layer()

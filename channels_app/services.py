@@ -17,7 +17,7 @@ from django.db.models.functions import Lower
 from django.utils import timezone
 
 from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.errors import AppError, ClientGone
 from agentchat.core.models import Agent, ApiToken
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
@@ -462,10 +462,6 @@ def _cursor_for_update(*, agent: Agent, channel: Channel) -> int:
     return seq or 0
 
 
-class ReadAbandoned(Exception):
-    """The client of a read went away before its cursor move committed: nothing moved."""
-
-
 class ReadPage(NamedTuple):
     parts: list[bytes]  # the delivered messages, each rendered as JSON (message_json)
     cursor: int  # the caller's cursor afterwards
@@ -513,7 +509,7 @@ def messages_read(
     when the client goes away: looked at last, just before the transaction commits, so a move
     whose response has no one to reach is undone. Raises AUTH_INVALID (``token_id`` revoked),
     CHANNEL_NOT_FOUND (the agent may no longer see the channel: checked again inside the write
-    transaction), ReadAbandoned.
+    transaction), ClientGone (``abandoned`` was set: nothing moved).
     """
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     last_seq = channel_last_seq_visible(channel, viewer=agent.name)
@@ -543,7 +539,7 @@ def messages_read(
             _cursor_set(agent=agent, channel=channel, seq=target)
             cursor = target
         if abandoned is not None and abandoned.is_set():
-            raise ReadAbandoned
+            raise ClientGone
     return ReadPage(page.parts, cursor, page.more, last_seq)
 
 

@@ -152,6 +152,12 @@ class UndeclaredErrorCode(LookupError):
     """Raised (a bug, answered 500) when code raises an AppError whose code is not declared."""
 
 
+class ClientGone(Exception):
+    """The client went away before its answer could be sent. A service whose answer is the
+    delivery (a read or wait moving a cursor) raises it to undo its transaction; whoever serves
+    the request then sends nothing (there is no one to send it to)."""
+
+
 class AppError(Exception):
     """An expected failure with a stable, declared code; services raise it, surfaces render it."""
 

@@ -8,7 +8,9 @@ SQLite connection. The views, their parsing, authentication and error mapping ar
 code as through Django; only the envelope differs: the request passes the shared
 ``request_check`` (Host, a single Authorization) like the wait and the websockets, the body is
 read whole (chunked or not) and capped while it is read, then handed to the view with its real
-length; a few security headers are set and the response's length is declared. The API tests go
+length; a few security headers are set and the response's length is declared. While the view
+runs the lane listens for the client leaving (``request_abandoned``): a read, whose answer is
+the delivery, then commits nothing and nothing is sent. The API tests go
 this way too (``tests/asgi_client.py``: in process, through ``agentchat.asgi.application``).
 
 What the lane skips, so that nothing under ``/api/`` may rely on it:
@@ -33,8 +35,10 @@ signal that the API would skip.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
+import threading
 from typing import Any
 
 from django.conf import settings
@@ -42,9 +46,15 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, get_resolver, set_script_prefix
 
-from agentchat.core.asgi_http import SECURITY_HEADERS, body_read, error_send, request_check
+from agentchat.core.asgi_http import (
+    SECURITY_HEADERS,
+    body_read,
+    disconnected,
+    error_send,
+    request_check,
+)
 from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, error_http_response, internal_error
+from agentchat.core.errors import AppError, ClientGone, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +93,17 @@ class ApiLane:
         if request is None:
             await self.django.send_response(error_response, send)
             return
-        response = await run_db(self.get_response, request)
+        # A client that leaves while its view runs: a view whose answer is a delivery (a read)
+        # passes request_abandoned(request) to its service, which then commits nothing.
+        abandoned = request.META[ABANDONED] = threading.Event()
+        gone = asyncio.ensure_future(disconnected(receive))
+        gone.add_done_callback(lambda task: task.cancelled() or abandoned.set())
+        try:
+            response = await run_db(self.get_response, request)
+        finally:
+            gone.cancel()
+        if response is None:
+            return  # ClientGone: there is no one to answer
         for header, value in SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
         if not response.streaming and "Content-Length" not in response:
@@ -91,7 +111,7 @@ class ApiLane:
             response.headers["Content-Length"] = str(len(response.content))
         await self.django.send_response(response, send)
 
-    def get_response(self, request: HttpRequest) -> HttpResponse:
+    def get_response(self, request: HttpRequest) -> HttpResponse | None:
         try:
             match = self.resolver.resolve(request.path_info)
         except Resolver404:
@@ -104,7 +124,19 @@ class ApiLane:
             response = match.func(request, *match.args, **match.kwargs)
             if hasattr(response, "render") and callable(response.render):
                 response = response.render()
+        except ClientGone:
+            return None
         except Exception:
             logger.exception("unhandled error on %s %s", request.method, request.path)
             return error_http_response(internal_error())
         return response
+
+
+# request.META's key of the lane's threading.Event that is set once the client has gone.
+ABANDONED = "agentchat.abandoned"
+
+
+def request_abandoned(request: HttpRequest) -> threading.Event | None:
+    """Set once the client of ``request`` has gone (None outside the lane): give it to a
+    service that delivers, so that its move commits only while someone is there to answer."""
+    return request.META.get(ABANDONED)

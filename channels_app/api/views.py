@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.lane import request_abandoned
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
 from channels_app import records, selectors, services
@@ -210,7 +211,9 @@ class ReadApi(APIView):
             default=selectors.READ_LIMIT_MAX,
         )
         channel = selectors.channel_get(name, viewer=request.user.name)
-        page = services.messages_read(channel=channel, agent=request.user, limit=limit)
+        page = services.messages_read(
+            channel=channel, agent=request.user, limit=limit, abandoned=request_abandoned(request)
+        )
         # The messages were rendered before the cursor moved; the body only assembles them.
         return HttpResponse(services.read_page_body(page), content_type="application/json")
 

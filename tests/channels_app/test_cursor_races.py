@@ -187,6 +187,62 @@ def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
 
 
+def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, monkeypatch):
+    channel, bob, bob_token = backlog
+    inside, proceed, finished = threading.Event(), threading.Event(), threading.Event()
+    real_page = services.message_page
+    real_read = services.messages_read
+
+    def page(**kwargs):
+        result = real_page(**kwargs)
+        inside.set()
+        proceed.wait(10)  # the client leaves while the page is on the database thread
+        return result
+
+    given = {}
+
+    def read(**kwargs):
+        given.update(kwargs)
+        try:
+            return real_read(**kwargs)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(services, "message_page", page)
+    monkeypatch.setattr(services, "messages_read", read)
+
+    async def scenario() -> list[dict]:
+        incoming: asyncio.Queue = asyncio.Queue()
+        sent: list[dict] = []
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await incoming.put({"type": "http.request", "body": b""})
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/api/v1/channels/races/read/",
+            "query_string": b"",
+            "headers": [(b"host", b"testserver"), *auth_header(bob_token)],
+            "server": ("testserver", 80),
+        }
+        app = asyncio.create_task(application(scope, incoming.get, send))
+        await until(inside.is_set, what="the read is on a database thread")
+        await incoming.put({"type": "http.disconnect"})
+        await until(lambda: given["abandoned"].is_set(), what="the lane saw the client leave")
+        proceed.set()
+        await asyncio.wait_for(app, 10)
+        await until(finished.is_set, what="the read's transaction ended")
+        return sent
+
+    sent = asyncio.run(scenario())
+    assert sent == []  # no one to answer
+    assert cursor_get(agent=bob, channel=channel) == 0  # before the fix: 20, never sent
+    monkeypatch.setattr(services, "message_page", real_page)
+    assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
+
+
 def auth_header(token: str) -> list[tuple[bytes, bytes]]:
     return [(b"authorization", f"Bearer {token}".encode())]
 
