@@ -17,6 +17,7 @@ behind loses nothing.
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import select
@@ -93,19 +94,73 @@ def _daphne_cli(ready_fd: int | None) -> Any:
     return Cli()
 
 
-def _skip_form_parsing() -> None:
-    """Daphne hands the application the raw body and never reads Twisted's parsed form
-    arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of CPU per
-    request on this machine kind, through the email package) and would decode a multipart or
-    URL-encoded body into a second copy in memory. Twisted's request takes a flag for this."""
+def _web_request_install() -> None:
+    """Daphne's request class, bounded and lighter (what daphne's HTTPFactory builds requests
+    with):
+
+    - **Bodies are bounded while they arrive.** Twisted reads a whole body before daphne hands
+      the request to the application, spilling anything over 100 KB to a temporary file, so
+      the application's limit (and its token check) came only after a client had sent all it
+      liked: 300 MB without a token filled /tmp, a ``Content-Length`` of 1 GB held a
+      connection. Here a declared length over AGENTCHAT_MAX_REQUEST_BYTES is refused before a
+      byte of the body is read, and a body (chunked or not) that grows past it is refused when
+      it does: 413 ``REQUEST_TOO_LARGE`` from the error table, then the connection closes. What
+      is kept is kept in memory (at most the limit), never in a file.
+    - **No form parsing.** Daphne hands the application the raw body and never reads Twisted's
+      parsed form arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of
+      CPU per request on this machine kind, through the email package) and would decode a
+      multipart or URL-encoded body into a second copy in memory. Twisted's request takes a
+      flag for this.
+    """
     from daphne import http_protocol
+    from django.conf import settings
+
+    from agentchat.core.encode import json_bytes
+    from agentchat.core.errors import AppError, error_body
+
+    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+    error = AppError(
+        "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+    )
+    body = json_bytes(error_body(error))
+    refusal = (
+        b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+    )
 
     class WebRequest(http_protocol.WebRequest):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.setdefault("parsePOSTFormSubmission", False)
+            self._body_size = 0
+            self._refused = False
             super().__init__(*args, **kwargs)
 
-    http_protocol.WebRequest = WebRequest  # what daphne's HTTPFactory builds requests with
+        def gotLength(self, length: int | None) -> None:
+            self.content = io.BytesIO()
+            if length is not None and length > limit:
+                self._refuse()
+
+        def handleContentChunk(self, data: bytes) -> None:
+            if self._refused:
+                return
+            self._body_size += len(data)
+            if self._body_size > limit:
+                self._refuse()
+                return
+            self.content.write(data)
+
+        def process(self) -> None:
+            if not self._refused:
+                super().process()
+
+        def _refuse(self) -> None:
+            self._refused = True
+            self.content = io.BytesIO()
+            self.requestHeaders.removeHeader(b"Expect")  # no "100 Continue" after the answer
+            self.channel.transport.write(refusal)
+            self.channel.loseConnection()
+
+    http_protocol.WebRequest = WebRequest
 
 
 def pin_to_one_cpu(choice: str, port: int) -> int | None:
@@ -161,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     data_dir_prepare()
 
     cli = _daphne_cli(args.ready_fd)
-    _skip_form_parsing()
+    _web_request_install()
 
     # An explicit endpoint for a deeper listen queue than Twisted's 50: a burst of a thousand
     # agents connecting to wait would otherwise see dropped connections and retries.
