@@ -256,6 +256,14 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "null": {"class": "logging.NullHandler"},
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        # A request for a foreign Host is answered 400; Django would also log it as an error
+        # with a traceback, so that any client could fill the log with them.
+        "django.security.DisallowedHost": {"handlers": ["null"], "propagate": False},
+    },
 }

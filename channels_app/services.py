@@ -46,6 +46,7 @@ STATUS_MAX = 100
 # changed field, always fits in a message body.
 TOPIC_MAX = 4096
 MEMBERS_MAX = 1000
+RECIPIENTS_MAX = MEMBERS_MAX  # a message's `to`: as many as a roster may hold
 EVENT_CHANNEL_UPDATED = "channel.updated"
 VISIBILITIES = tuple(Channel.Visibility.values)
 
@@ -119,6 +120,12 @@ def recipients_normalize(to: str | list[str] | None) -> list[str]:
         names = list(to)
     if names in ([], ["all"], ["*"]):
         return []
+    if len(names) > RECIPIENTS_MAX:
+        raise AppError(
+            "INVALID_VALUE",
+            f"to names at most {RECIPIENTS_MAX} recipients",
+            detail={"field": "to", "max": RECIPIENTS_MAX},
+        )
     result: list[str] = []
     for name in names:
         if name in BROADCAST_WORDS:

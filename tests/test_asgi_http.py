@@ -52,6 +52,24 @@ def test_without_a_host_header_the_server_address_is_the_host():
     request_check({"type": "http", "method": "GET", "headers": []})
 
 
+@pytest.mark.parametrize(
+    "hosts", [("127.0.0.1", "evil.example"), ("evil.example", "127.0.0.1"), ("127.0.0.1",) * 2]
+)
+def test_several_host_headers_are_invalid_host_in_either_order(hosts):
+    error = refused(scope(*(("Host", host) for host in hosts)))
+    assert (error.code, error.status) == ("INVALID_HOST", 400)
+
+
+@pytest.mark.parametrize("query", [b"limit=1&limit=2", b"a=&a=", b"since=1&token=x&since=1"])
+def test_a_query_parameter_given_twice_is_refused(query):
+    error = refused({**scope(("Host", "127.0.0.1")), "query_string": query})
+    assert (error.code, error.status) == ("INVALID_VALUE", 400)
+
+
+def test_distinct_query_parameters_pass():
+    request_check({**scope(("Host", "127.0.0.1")), "query_string": b"after=1&limit=2&x"})
+
+
 def test_duplicate_authorization_headers_are_401():
     s = scope(("Host", "127.0.0.1"), ("Authorization", "Bearer a"), ("Authorization", "Bearer b"))
     error = refused(s)
@@ -189,6 +207,22 @@ def test_duplicate_authorization_is_401_everywhere(live, bob, surface):
     r = httpx.request(method, live.url + path, headers=headers)
     assert (r.status_code, code(r)) == (401, "AUTH_INVALID")
     assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_second_host_header_is_400_everywhere(live, bob, surface):
+    method, path = SURFACES[surface]
+    headers = [*auth(bob).items(), ("Host", "evil.example")]  # httpx adds its own Host first
+    r = httpx.request(method, live.url + path, headers=headers)
+    assert (r.status_code, code(r)) == (400, "INVALID_HOST")
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_repeated_query_parameter_is_400_everywhere(live, bob, surface):
+    method, path = SURFACES[surface]
+    joint = "&" if "?" in path else "?"
+    r = httpx.request(method, f"{live.url}{path}{joint}limit=1&limit=2", headers=auth(bob))
+    assert (r.status_code, code(r)) == (400, "INVALID_VALUE")
 
 
 @pytest.mark.parametrize("surface", SURFACES)

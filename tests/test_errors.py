@@ -182,3 +182,12 @@ def test_every_code_the_readme_names_is_declared():
     settings_like |= {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "LOG_LEVEL"}
     settings_like |= {"CSRF_TRUSTED_ORIGINS"}
     assert sorted(named - settings_like - set(ERRORS)) == []
+
+
+def test_every_surface_spells_an_error_body_alike(api_for):
+    client = api_for("alice")
+    client.raise_request_exception = False
+    lane = client.get("/api/v1/no-such-route/")  # the lane's own 404
+    drf = client.post("/api/v1/channels/", {"name": "x", "nope": 1}, format="json")  # a view's
+    for response in (lane, drf):
+        assert response.content.startswith(b'{"error":{"code":'), response.content

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from agentchat.core.models import Agent, ApiToken, token_digest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.django_db
@@ -117,3 +122,22 @@ def test_the_roof_is_an_installed_app_so_its_management_commands_load():
     root = Path(__file__).resolve().parent.parent
     assert Path(config.path) == root / "agentchat"
     assert (Path(config.path) / "management" / "commands" / "__init__.py").is_file()
+
+
+def test_a_foreign_host_on_a_django_page_is_400_and_logs_no_traceback(tmp_path):
+    # Any client could otherwise fill the log with DisallowedHost tracebacks (the hostile run).
+    # In a process of its own: pytest's log capture would hide what the settings' logging does.
+    code = (
+        "from django.test import Client; "
+        "print(Client().get('/admin/login/', HTTP_HOST='evil.example').status_code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "AGENTCHAT_DATA_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "400", done.stderr
+    assert "Invalid HTTP_HOST" not in done.stderr and "Traceback" not in done.stderr

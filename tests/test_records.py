@@ -26,12 +26,19 @@ def test_expiry_is_counted_from_the_precise_clock():
 
 
 @pytest.mark.parametrize(
-    "value", [0, -1, 0.0, float("nan"), float("inf"), True, None, "5", [5], 10**400, 2.5e11]
-)
+    "value",
+    [0, -1, 0.0, float("nan"), float("inf"), True, None, "5", [5], 10**400, 2.5e11, 1e-300,
+     5e-324, 0.0009999],
+)  # fmt: skip
 def test_durations_are_positive_finite_numbers_within_the_maximum(value):
     with pytest.raises(AppError) as info:
         duration_check(value, code="PATH_LOCK_INVALID_DURATION")
     assert info.value.code == "PATH_LOCK_INVALID_DURATION"
+
+
+def test_the_shortest_lease_is_a_millisecond():
+    # Shorter ones could not be told from "now" in microseconds: they were granted, expired.
+    assert duration_check(0.001, code="LEASE_INVALID_DURATION") == 0.001
 
 
 def test_the_maximum_is_a_setting(settings):

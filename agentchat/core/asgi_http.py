@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
@@ -80,6 +81,20 @@ def accepts_json(scope: dict[str, Any]) -> bool:
     return False
 
 
+def _query_check(scope: dict[str, Any]) -> None:
+    seen: set[str] = set()
+    for key, _ in parse_qsl(
+        scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+    ):
+        if key in seen:
+            raise AppError(
+                "INVALID_VALUE",
+                f"query parameter {key!r} is given more than once",
+                detail={"parameter": key},
+            )
+        seen.add(key)
+
+
 def request_check(
     scope: dict[str, Any],
     *,
@@ -87,14 +102,18 @@ def request_check(
     json_only: bool = False,
 ) -> None:
     """Refuse what no endpoint serves, in the same order and with the same codes everywhere:
-    a Host outside ALLOWED_HOSTS (400 INVALID_HOST), several Authorization headers (401
+    several Host headers or one outside ALLOWED_HOSTS (400 INVALID_HOST), a query parameter
+    given twice (400 INVALID_VALUE: which value would count?), several Authorization headers (401
     AUTH_INVALID: which one would be the caller?), a method not in ``methods`` (405
     METHOD_NOT_ALLOWED, ``detail.allow``), and with ``json_only`` an Accept that excludes JSON
     (406 NOT_ACCEPTABLE). The lane leaves methods and Accept to each DRF view, which knows its
     own methods and renderers."""
+    if len(scope_headers(scope, b"host")) > 1 or len(scope_headers(scope, b"x-forwarded-host")) > 1:
+        raise AppError("INVALID_HOST", "send one Host header, not several")
     host = scope_host(scope)
     if host is not None and not host_allowed(host):
         raise AppError("INVALID_HOST", "the Host header is not allowed")
+    _query_check(scope)
     if len(scope_headers(scope, b"authorization")) > 1:
         raise AppError("AUTH_INVALID", "send one Authorization header, not several")
     method = scope.get("method")

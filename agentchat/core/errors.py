@@ -17,13 +17,14 @@ usage errors, 3 for a lost marker claim.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.management.base import CommandError
 from django.http import HttpResponse
+
+from agentchat.core.encode import json_bytes
 
 EXIT_PLAIN = 1
 EXIT_USAGE = 2  # the reference's family of TASK_/LEASE_/EVENT_ codes and argument errors
@@ -111,7 +112,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("LEASE_MUTATION_REQUIRED", 409, "owner and status of a leased task change by lease actions"),
     ("LEASE_TRANSACTION_NOT_FOUND", 409, "nothing is pending: mutations are single transactions"),
     ("LEASE_OWNER_MISMATCH", 403, "the lease belongs to another agent"),
-    ("LEASE_INVALID_DURATION", 400, "lease_seconds is not a number > 0 within the maximum"),
+    ("LEASE_INVALID_DURATION", 400, "lease_seconds is not a number from 0.001 to the maximum"),
     ("LEASE_INVALID_REASON", 400, "a recovery reason that is empty or not one line"),
     ("LEASE_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
     ("LEASE_UNKNOWN_FIELD", 400, "a lease request field that is not known"),
@@ -124,7 +125,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("PATH_LOCK_OWNER_MISMATCH", 403, "the lock belongs to another agent"),
     ("PATH_LOCK_INVALID_PATH", 400, "a path that breaks the workspace path rules"),
     ("PATH_LOCK_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
-    ("PATH_LOCK_INVALID_DURATION", 400, "lease_seconds is not a number > 0 within the maximum"),
+    ("PATH_LOCK_INVALID_DURATION", 400, "lease_seconds is not a number from 0.001 to the maximum"),
     ("PATH_LOCK_INVALID_REASON", 400, "a recovery reason that is empty or not one line"),
     ("PATH_LOCK_INVALID_LOCK_ID", 400, "a malformed lock id, or both or neither of id and path"),
     (
@@ -187,7 +188,9 @@ class RenderedError:
     headers: dict[str, str] = field(default_factory=dict)
 
     def content(self) -> bytes:
-        return json.dumps(self.body, ensure_ascii=False).encode("utf-8")
+        """The body in the bytes DRF's renderer writes (compact): one spelling for every
+        surface, whichever answers."""
+        return json_bytes(self.body)
 
 
 def _jsonable(value: Any) -> Any:

@@ -31,6 +31,11 @@ def ts_micros(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+# The shortest lease or lock: a shorter one cannot be told apart from "now" in the records'
+# microseconds and is over before its owner could renew it (1e-300 s was granted, and expired).
+MIN_LEASE_SECONDS = 0.001
+
+
 def max_lease_seconds() -> float:
     return float(settings.AGENTCHAT_MAX_LEASE_SECONDS)
 
@@ -44,14 +49,22 @@ def _shown(value: Any) -> Any:
 
 
 def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> float:
-    """A lease or lock duration: a JSON number (not a boolean, string or null), finite, > 0 and
-    at most AGENTCHAT_MAX_LEASE_SECONDS (default 24 h: a lease nobody can ever recover is a
-    denial of service). Raises ``code``."""
+    """A lease or lock duration: a JSON number (not a boolean, string or null), finite, at
+    least MIN_LEASE_SECONDS (1 ms; the reference takes any positive number) and at most
+    AGENTCHAT_MAX_LEASE_SECONDS (default 24 h: a lease nobody can ever recover is a denial of
+    service). Raises ``code``."""
     maximum = max_lease_seconds()
 
     def invalid(message: str) -> AppError:
         return AppError(
-            code, message, detail={"field": field, "value": _shown(value), "max": maximum}
+            code,
+            message,
+            detail={
+                "field": field,
+                "value": _shown(value),
+                "min": MIN_LEASE_SECONDS,
+                "max": maximum,
+            },
         )
 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -62,6 +75,8 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
         seconds = math.inf
     if math.isnan(seconds) or seconds <= 0:
         raise invalid(f"{field} must be positive")
+    if seconds < MIN_LEASE_SECONDS:
+        raise invalid(f"{field} must be at least {MIN_LEASE_SECONDS:g} seconds")
     if seconds > maximum:
         raise invalid(f"{field} must be at most {maximum:g} seconds")
     return seconds

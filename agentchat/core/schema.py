@@ -38,6 +38,7 @@ from agentchat.core.names import (
     RECORD_ID_PATTERN,
     any_case,
 )
+from agentchat.core.records import MIN_LEASE_SECONDS
 from agentchat.core.validation import MAX_INT_DIGITS
 
 # --- patterns ---------------------------------------------------------------------------------
@@ -116,8 +117,7 @@ def lease_seconds() -> dict[str, Any]:
     """A lease or lock duration (agentchat.core.records.duration_check)."""
     return {
         "type": "number",
-        "exclusiveMinimum": True,  # OpenAPI 3.0 spelling: > minimum
-        "minimum": 0,
+        "minimum": MIN_LEASE_SECONDS,
         "maximum": settings.AGENTCHAT_MAX_LEASE_SECONDS,
     }
 

@@ -20,6 +20,7 @@ from channels_app.models import Channel
 from channels_app.services import (
     MEMBERS_MAX,
     MESSAGE_ID_MAX,
+    RECIPIENTS_MAX,
     STATUS_MAX,
     TITLE_MAX,
     TOPIC_MAX,
@@ -41,6 +42,7 @@ RECIPIENTS_SCHEMA = {
         {
             "type": "array",
             "items": {**openapi.AGENT_NAME, "pattern": f"^{_RECIPIENT}$"},
+            "maxItems": RECIPIENTS_MAX,
             "description": "agent names; [] is a broadcast",
         },
     ],

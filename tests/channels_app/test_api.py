@@ -183,6 +183,17 @@ def test_bad_recipients_are_refused(alice, review, to):
     assert not Message.objects.exists()
 
 
+@pytest.mark.parametrize("as_list", [True, False])
+def test_at_most_a_roster_of_recipients(alice, review, as_list):
+    from channels_app.services import RECIPIENTS_MAX
+
+    names = [f"a{n}" for n in range(RECIPIENTS_MAX + 1)]
+    r = post(alice, title="x", to=names if as_list else ",".join(names))
+    assert (r.status_code, error_code(r)) == (400, "INVALID_VALUE")  # before: 10,000 taken
+    assert not Message.objects.exists()
+    assert post(alice, title="x", to=names[:-1]).status_code == 201
+
+
 def test_idempotent_retry_returns_the_first_message(alice, review):
     first = post(alice, title="x", id="client-1")
     again = post(alice, title="different", id="client-1")

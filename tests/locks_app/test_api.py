@@ -242,7 +242,7 @@ def test_the_maximum_lease_is_a_setting(alice, bob, review, settings, clock):
 @pytest.mark.parametrize(
     "lease",
     ["0", "-5", "-0.0", "0.0", "NaN", "Infinity", "-Infinity", "true", "false", '"300"',
-     "null", "[300]", "{}", "1e12", "1" + "0" * 400],
+     "null", "[300]", "{}", "1e12", "1" + "0" * 400, "1e-300", "0.0000015"],
 )  # fmt: skip
 def test_invalid_durations_are_refused_and_change_nothing(alice, review, lease):
     before = state()

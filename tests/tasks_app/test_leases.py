@@ -298,7 +298,7 @@ def test_a_lease_over_the_maximum_fails_with_invalid_duration(
             400,
             "LEASE_INVALID_DURATION",
         )
-    assert err["detail"] == {"field": "lease_seconds", "value": 3600.001, "max": 3600}
+    assert err["detail"] == {"field": "lease_seconds", "value": 3600.001, "min": 0.001, "max": 3600}
     assert acted(bob, "T", action, {**body, "lease_seconds": 3600})["status"] == "in_progress"
 
 
@@ -308,7 +308,8 @@ def test_the_maximum_lease_defaults_to_a_day(alice, bob, backend, at_t0):
     error(act(bob, "A", "claim", {"lease_seconds": 86400.5}), 400, "LEASE_INVALID_DURATION")
     body = acted(bob, "A", "claim", {"lease_seconds": 86400})
     assert body["lease_expires_at"] == "2026-11-30T15:46:19.250000+00:00"
-    assert acted(bob, "B", "claim", {"lease_seconds": 1e-9})["status"] == "in_progress"
+    error(act(bob, "B", "claim", {"lease_seconds": 1e-9}), 400, "LEASE_INVALID_DURATION")
+    assert acted(bob, "B", "claim", {"lease_seconds": 0.001})["status"] == "in_progress"
 
 
 def test_a_maximum_beyond_the_calendar_still_answers_a_clean_400(alice, bob, backend, settings):
