@@ -18,7 +18,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from agentchat.core.asgi_http import websocket_refuse  # noqa: E402
+from agentchat.core.asgi_http import target_refuse, websocket_refuse  # noqa: E402
 from agentchat.core.lane import ApiLane  # noqa: E402
 from agentchat.core.push import home_loop_set  # noqa: E402
 from agentchat.core.transport import scope_with_raw_send  # noqa: E402
@@ -46,6 +46,11 @@ router = ProtocolTypeRouter(
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     home_loop_set()  # pushes from threads this request starts go to this loop
+    if scope["type"] in ("http", "websocket") and not scope.get("path", "").startswith("/"):
+        # An absolute-form target (``GET http://other.example/api/…``) names a host that no
+        # Host check would see, and matches no route: refused alike everywhere.
+        await target_refuse(scope, receive, send)
+        return
     if scope["type"] == "websocket":
         scope = scope_with_raw_send(scope, send)  # for flow control (agentchat.core.transport)
     await router(scope, receive, send)

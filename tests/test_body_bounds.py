@@ -1,7 +1,8 @@
-"""Request bodies are bounded while they arrive, before any application code (the hostile
-run): Twisted used to read a whole body, spilling it to a temporary file, before the
-application's limit or token check ran — 300 MB without a token filled /tmp, and a declared
-length of 1 GB held a connection waiting for the rest."""
+"""What reaches the application at all (the hostile run). Request bodies are bounded while
+they arrive, before any application code: Twisted used to read a whole body, spilling it to a
+temporary file, before the application's limit or token check ran — 300 MB without a token
+filled /tmp, and a declared length of 1 GB held a connection waiting for the rest. A target
+that is not a path (absolute-form) is a JSON 400, not Django's HTML 404."""
 
 from __future__ import annotations
 
@@ -69,3 +70,12 @@ def test_a_body_within_the_limit_reaches_the_application(live):
     head = HEAD.format(extra=f"Content-Length: {len(body)}\r\nConnection: close\r\n").encode()
     answer, _ = exchange(live.port, head, [body])
     assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]  # no token: the app answered
+
+
+@pytest.mark.parametrize("path", ["/api/v1/channels/", "/admin/login/", "/"])
+def test_an_absolute_form_target_is_a_json_400(live, path):
+    head = f"GET http://evil.example{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    answer, _ = exchange(live.port, head.encode())
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400 "), answer[:300]  # before: Django's HTML 404
+    assert json.loads(body)["error"]["code"] == "INVALID_VALUE"

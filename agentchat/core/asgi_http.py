@@ -178,3 +178,17 @@ async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) 
     for paths no consumer serves. Never an exception, which daphne turns into a 500."""
     if (await receive())["type"] == "websocket.connect":
         await send({"type": "websocket.close"})
+
+
+async def target_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    """Refuse a request whose target is not a path (400 INVALID_VALUE; a websocket handshake
+    gets 403)."""
+    if scope["type"] == "websocket":
+        await websocket_refuse(scope, receive, send)
+        return
+    error = AppError(
+        "INVALID_VALUE",
+        "the request target must be a path (origin-form), not an absolute URI",
+        detail={"field": "request-target"},
+    )
+    await error_send(send, error)
