@@ -226,6 +226,7 @@ ERROR_CODES_KEY = "x-error-codes"
 # Every operation: authentication, the request's envelope (lane.py, DRF's negotiation), a bug.
 COMMON_CODES = (
     "INVALID_HOST",
+    "INVALID_VALUE",  # a query parameter given twice (request_check)
     "AUTH_REQUIRED",
     "AUTH_INVALID",
     "METHOD_NOT_ALLOWED",
