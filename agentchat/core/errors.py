@@ -133,6 +133,24 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         400,
         "a path with over 16 wildcards, or globs too costly to compare with the locks held",
     ),
+    # --- capability and status events (the reference's EVENT_* codes, in its check order)
+    ("EVENT_INVALID_RECORD", 400, "an event that is not a JSON object"),
+    ("EVENT_UNSUPPORTED_VERSION", 400, "schema_version is not the integer 1"),
+    ("EVENT_INVALID_TYPE", 400, "the event type is not capability or status"),
+    ("EVENT_UNKNOWN_FIELD", 400, "a field the event type does not take (the message names all)"),
+    ("EVENT_REQUIRED_FIELD_MISSING", 400, "agent, harness or ts is missing"),
+    (
+        "EVENT_INVALID_TEXT",
+        400,
+        "agent or harness is empty, has a control character, '/', '\\' or ':', or starts with "
+        "'.' or '_'; or detail has a control character",
+    ),
+    ("EVENT_INVALID_TIMESTAMP", 400, "ts is not an ISO-8601 string with an offset"),
+    ("EVENT_INVALID_PRIMITIVES", 400, "primitives is not a non-empty list of strings"),
+    ("EVENT_DUPLICATE_PRIMITIVE", 400, "a primitive is listed twice"),
+    ("EVENT_UNKNOWN_PRIMITIVE", 400, "a primitive that is not one of the eight portable ones"),
+    ("EVENT_INVALID_STATUS", 400, "status is not ready, busy, idle, blocked or stopped"),
+    ("EVENT_MALFORMED_BODY", 400, "a stored event message whose body is not JSON"),
     # --- the server
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),
