@@ -1,4 +1,4 @@
-"""Channels, messages, read cursors and marker claims (SPEC §2-§8)."""
+"""Channels, messages, read cursors, marker claims (SPEC §2-§8) and presence."""
 
 from __future__ import annotations
 
@@ -113,6 +113,15 @@ class Message(models.Model):
                 condition=models.Q(json_size__gt=0), name="message_json_size_gt_0"
             ),
         ]
+        indexes = [
+            # Reading events by type (selectors.events_read) seeks here instead of walking the
+            # channel's messages: an index of the event messages only.
+            models.Index(
+                fields=["channel", "status", "seq"],
+                condition=models.Q(kind="event"),
+                name="message_event_status_seq",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.title}"
@@ -157,3 +166,41 @@ class MarkerClaim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.marker} -> {self.owner}"
+
+
+class Presence(models.Model):
+    """Per sender of a channel: its last activity and its latest status event (presence).
+
+    One row per (channel, sender), written in the transaction of each message the sender posts
+    (``services.message_post``: ``last_seq``, ``last_sent_at``) and of each event
+    (``services.event_post``: the status fields, or the capability fields), so presence is a
+    read of a few rows, never a walk of the channel. Per channel rather than on the Agent
+    (DESIGN §4 sketches ``Agent.last_seen``): a status is posted to a channel, and what an
+    agent does in a members-only channel must not show through a property every channel shows.
+    """
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="presence")
+    # The sender as messages spell it (imported folders may carry free text).
+    agent = models.CharField(max_length=200)
+    last_seq = models.BigIntegerField()  # the last message or event it sent
+    last_sent_at = models.DateTimeField()
+    # From the latest event of either type.
+    harness = models.TextField(blank=True, default="")
+    # The latest status event: status "" when there is none.
+    status = models.CharField(max_length=16, blank=True, default="")
+    # None: the event had no detail ("" is a detail of its own).
+    detail = models.TextField(null=True, blank=True)  # noqa: DJ001
+    status_ts = models.CharField(max_length=64, blank=True, default="")  # as the event spelled it
+    status_seq = models.BigIntegerField(null=True, blank=True)
+    # The latest capability event.
+    primitives = models.JSONField(null=True, blank=True)
+    capability_seq = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["channel_id", "agent"]
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "agent"], name="presence_channel_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} @ {self.channel_id}: {self.status or '-'}"

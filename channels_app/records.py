@@ -8,10 +8,12 @@ folder spells it to the second as the reference does (``agentchat.core.records.t
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from agentchat.core.encode import json_bytes
-from channels_app.models import Channel, Message
+from agentchat.core.records import ts_micros
+from channels_app.models import Channel, Message, Presence
 
 
 def channel_to_dict(channel: Channel) -> dict[str, Any]:
@@ -71,3 +73,36 @@ def audit_body(payload: dict[str, Any]) -> str:
     """An audit message's body, as the reference writes it (REFERENCE-CLI §3.13): the payload
     as key-sorted JSON indented by two, non-ASCII kept."""
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def event_item_to_dict(seq: int, message_id: str, event: dict[str, Any]) -> dict[str, Any]:
+    """An event as the API lists it: the event object and the message it rode in."""
+    return {"seq": seq, "id": message_id, "event": event}
+
+
+def presence_to_dict(
+    agent: str, row: Presence | None, cursor: int | None, read_at: datetime | None
+) -> dict[str, Any]:
+    """One agent's presence in a channel. ``status``, ``detail``, ``status_ts`` (spelled as the
+    event spelled it) and ``status_seq`` come from its latest status event, ``primitives`` and
+    ``capability_seq`` from its latest capability event, ``harness`` from the latest event of
+    either; ``last_seq`` and ``last_sent_at`` are the last message or event it sent;
+    ``cursor`` and ``last_read_at`` its cursor and that cursor's last move (a read or an ack);
+    ``last_active_at`` the later of the two. Each is null when there is none."""
+    sent_at = row.last_sent_at if row is not None else None
+    active = max((at for at in (sent_at, read_at) if at is not None), default=None)
+    return {
+        "agent": agent,
+        "status": (row.status or None) if row is not None else None,
+        "detail": row.detail if row is not None else None,
+        "status_ts": (row.status_ts or None) if row is not None else None,
+        "status_seq": row.status_seq if row is not None else None,
+        "harness": (row.harness or None) if row is not None else None,
+        "primitives": row.primitives if row is not None else None,
+        "capability_seq": row.capability_seq if row is not None else None,
+        "last_seq": row.last_seq if row is not None else None,
+        "last_sent_at": ts_micros(sent_at) if sent_at is not None else None,
+        "cursor": cursor,
+        "last_read_at": ts_micros(read_at) if read_at is not None else None,
+        "last_active_at": ts_micros(active) if active is not None else None,
+    }

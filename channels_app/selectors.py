@@ -11,7 +11,8 @@ from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.names import CHANNEL_NAME_MAX, is_record_id
 from agentchat.core.rows import RowSelect
-from channels_app.models import Channel, Cursor, Message
+from channels_app import events
+from channels_app.models import Channel, Cursor, Message, Presence
 from channels_app.records import channel_to_dict, message_json
 
 PEEK_DEFAULT = 100
@@ -261,3 +262,97 @@ def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
         data["unread"] = channel.unread
         result.append(data)
     return result
+
+
+# --- events and presence ----------------------------------------------------------------------
+
+EVENTS_DEFAULT = 100
+EVENTS_MAX = 1000
+
+
+class EventItem(NamedTuple):
+    seq: int
+    id: str
+    event: dict[str, Any]
+
+
+def _events_of_type(
+    channel: Channel, kind: str, *, after: int | None, limit: int
+) -> list[tuple[int, str, str]]:
+    # One seek in the partial index of event messages (Message.Meta.indexes; SQLite's plan
+    # was checked: SEARCH … USING INDEX message_event_status_seq).
+    rows = Message.objects.filter(
+        channel=channel, kind=Message.Kind.EVENT, status=events.STATUS_PREFIX + kind
+    )
+    if after is not None:
+        rows = rows.filter(seq__gt=after).order_by("seq")
+    else:
+        rows = rows.order_by("-seq")
+    return list(rows.values_list("seq", "id", "body")[:limit])
+
+
+def events_read(
+    *,
+    channel: Channel,
+    viewer: str,
+    type: str | None = None,
+    after: int | None = None,
+    limit: int = EVENTS_DEFAULT,
+) -> tuple[list[EventItem], bool]:
+    """The channel's events, ascending by seq: the first ``limit`` after ``after``, or the last
+    ``limit`` without it (as peek); only ``type`` when given. Returns (events, more), ``more``
+    saying that events after these exist (with ``after``) or before them (without).
+
+    Only event messages count (kind ``event``, made by ``services.event_post`` or, later, an
+    import that validated them): ordinary messages never do, whatever their status. Each type
+    is one seek in the index of event messages, so the cost is the page's, not the channel's.
+    Raises CHANNEL_NOT_FOUND (``viewer`` may no longer see the channel), EVENT_INVALID_TYPE,
+    EVENT_MALFORMED_BODY (a stored event that does not parse: named by its seq)."""
+    if type is not None and type not in events.TYPES:
+        raise AppError(
+            "EVENT_INVALID_TYPE",
+            "type must be capability or status",
+            detail={"field": "type", "value": str(type)[:100], "choices": list(events.TYPES)},
+        )
+    channel_last_seq_visible(channel, viewer=viewer)
+    rows = [
+        row
+        for kind in ([type] if type else events.TYPES)
+        for row in _events_of_type(channel, kind, after=after, limit=limit + 1)
+    ]
+    rows.sort(key=lambda row: row[0], reverse=after is None)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if after is None:
+        rows.reverse()
+    items = [
+        EventItem(seq, message_id, events.event_parse(body, where=f"#{seq}"))
+        for seq, message_id, body in rows
+    ]
+    return items, more
+
+
+class PresenceItem(NamedTuple):
+    agent: str
+    presence: Presence | None  # None: the agent has read the channel but sent nothing
+    cursor: int | None
+    read_at: Any  # the cursor's last move (a datetime), or None
+
+
+def presence_list(*, channel: Channel, viewer: str) -> list[PresenceItem]:
+    """Who is around in a channel, by name: every sender (its last activity and its latest
+    status and capability events) and every agent with a cursor there (its last read or ack).
+    Two queries over rows per agent (``Presence``, ``Cursor``), none over the messages.
+    Raises CHANNEL_NOT_FOUND (``viewer`` may no longer see the channel)."""
+    channel_last_seq_visible(channel, viewer=viewer)
+    rows = {row.agent: row for row in Presence.objects.filter(channel=channel)}
+    cursors = {
+        name: (seq, updated_at)
+        for name, seq, updated_at in Cursor.objects.filter(channel=channel).values_list(
+            "agent__name", "seq", "updated_at"
+        )
+    }
+    return [
+        PresenceItem(name, rows.get(name), *cursors.get(name, (None, None)))
+        for name in sorted({*rows, *cursors})
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -21,10 +22,12 @@ from agentchat.core.errors import AppError, ClientGone
 from agentchat.core.models import Agent, ApiToken
 from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
 from agentchat.core.push import group_name, push_on_commit
+from agentchat.core.records import ts_seconds
 from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert
 from agentchat.core.validation import json_value_check, text_check
-from channels_app.models import Channel, Cursor, MarkerClaim, Message
+from channels_app import events
+from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
 from channels_app.records import audit_body, audit_title, message_json_size, message_to_dict
 from channels_app.selectors import (
     READ_LIMIT_MAX,
@@ -309,18 +312,32 @@ def message_post(
     content_type: str = "",
     metadata: dict[str, str] | None = None,
     access_change: bool = False,
+    ts: datetime | None = None,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
     A retry with the same ``message_id`` from the same sender in the same channel returns the
     first message with created=False. ``access_change`` marks the audit of a change of members
     or visibility: its ring says ``"access": true`` and never carries the message, so every
-    live subscriber reads it back through the access check (see ``channel_update``).
+    live subscriber reads it back through the access check (see ``channel_update``). ``ts``
+    (default now) lets an event's message carry the instant its body names.
+
+    A status ``event.*`` belongs to event messages (``event_post``) only: the reference's
+    ``event read`` parses every message so labelled and fails on the first that is no event,
+    so one such post would break it for the whole channel of a synced folder.
+
+    The sender's presence row (its last activity) is written in the same transaction.
     Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND, ID_CONFLICT.
     """
     text_check(title, field="title", single_line=True, allow_empty=False, max_chars=TITLE_MAX)
     text_check(body, field="body")
     text_check(status, field="status", single_line=True, allow_empty=False, max_chars=STATUS_MAX)
+    if status.startswith(events.STATUS_PREFIX) and kind != Message.Kind.EVENT:
+        raise AppError(
+            "INVALID_VALUE",
+            f"status {events.STATUS_PREFIX}* is reserved for events (POST …/events/)",
+            detail={"field": "status"},
+        )
     for field, value in (
         ("conversation_id", conversation_id),
         ("correlation_id", correlation_id),
@@ -365,7 +382,7 @@ def message_post(
                 to=recipients,
                 recipients=recipients_column(recipients),
                 reply_to=reply_to,
-                ts=timezone.now(),
+                ts=ts or timezone.now(),
                 status=status,
                 title=title,
                 body=body,
@@ -378,6 +395,7 @@ def message_post(
             )
             message.json_size = message_json_size(message)
             row_insert(message)
+            _presence_sent(message)
     except _ExistingId as exc:
         return exc.message, False
     except IntegrityError:
@@ -402,6 +420,86 @@ def message_post(
         event["message"] = message_to_dict(message)
     push_on_commit(channel_group(channel.pk), event)
     return message, True
+
+
+def _presence_sent(message: Message) -> None:
+    """The sender's last activity, one statement (an upsert: no read first)."""
+    table = connection.ops.quote_name(Presence._meta.db_table)
+    sent_at = connection.ops.adapt_datetimefield_value(message.ts)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (channel_id, agent, last_seq, last_sent_at, harness, status, "
+            "status_ts) VALUES (%s, %s, %s, %s, '', '', '') "
+            "ON CONFLICT (channel_id, agent) DO UPDATE "
+            "SET last_seq = excluded.last_seq, last_sent_at = excluded.last_sent_at",
+            [message.channel_id, message.sender, message.seq, sent_at],
+        )
+
+
+class PostedEvent(NamedTuple):
+    message: Message
+    event: dict[str, Any]
+
+
+@write_atomic()
+def event_post(
+    *,
+    channel: Channel,
+    agent: str,
+    type: Any,
+    harness: Any = None,
+    primitives: Any = None,
+    status: Any = None,
+    detail: Any = None,
+    unknown_fields: Iterable[str] = (),
+) -> PostedEvent:
+    """Post a capability or status event (REFERENCE-CLI §3.12) as ``agent``: the server fills
+    ``schema_version``, ``agent`` and ``ts`` (now, UTC, to the second — the message carries the
+    same instant), validates the event against the shipped schema and posts it as a broadcast
+    message of kind ``event`` whose body is the compact JSON, updating ``agent``'s presence in
+    the same transaction. None is an omitted field; a capability event without primitives
+    advertises all eight. ``unknown_fields`` names fields the request carried beside these.
+
+    Raises the codes of ``events.event_validate`` (EVENT_UNKNOWN_FIELD, EVENT_INVALID_TYPE,
+    EVENT_REQUIRED_FIELD_MISSING, EVENT_INVALID_TEXT, EVENT_INVALID_PRIMITIVES,
+    EVENT_DUPLICATE_PRIMITIVE, EVENT_UNKNOWN_PRIMITIVE, EVENT_INVALID_STATUS…), FIELD_TOO_LARGE.
+    """
+    now = timezone.now()
+    event = events.event_validate(
+        events.event_build(
+            type=type,
+            agent=agent,
+            harness=harness,
+            ts=ts_seconds(now),
+            primitives=primitives,
+            status=status,
+            detail=detail,
+        ),
+        extra_unknown=unknown_fields,
+    )
+    posted = events.event_message(event)
+    message, _ = message_post(
+        channel=channel,
+        sender=agent,
+        title=posted.title,
+        body=posted.body,
+        to=None,
+        status=posted.status,
+        kind=Message.Kind.EVENT,
+        ts=now,
+    )
+    fields: dict[str, Any] = {"harness": event["harness"]}
+    if event["event"] == "status":
+        fields.update(
+            status=event["status"],
+            detail=event.get("detail"),
+            status_ts=event["ts"],
+            status_seq=message.seq,
+        )
+    else:
+        fields.update(primitives=event["primitives"], capability_seq=message.seq)
+    Presence.objects.filter(channel=channel, agent=agent).update(**fields)
+    return PostedEvent(message, event)
 
 
 def audit_post(

@@ -16,6 +16,7 @@ from agentchat.core.api import (
     StrictListField,
     StrictSerializer,
 )
+from channels_app import events
 from channels_app.models import Channel
 from channels_app.services import (
     MEMBERS_MAX,
@@ -249,3 +250,112 @@ class ClaimOutput(serializers.Serializer):
     marker = serializers.CharField()
     owner = serializers.CharField()
     claimed_at = serializers.DateTimeField()
+
+
+# --- events and presence ----------------------------------------------------------------------
+
+_IDENTITY = {
+    "type": "string",
+    "minLength": 1,
+    # Neither '.' nor '_' first (so neither '.' nor '..'); no control character, '/', '\', ':'.
+    "pattern": r"^(?![._])[^\x00-\x1f\x7f-\x9f/\\:]+$",
+    "description": "non-empty; no control character (U+0000-U+001F, U+007F-U+009F), '/', "
+    "'\\' or ':'; not starting with '.' or '_' (else 400 EVENT_INVALID_TEXT)",
+}
+EVENT_POST_SCHEMA = {
+    "oneOf": [
+        {
+            "type": "object",
+            "title": "CapabilityEventInput",
+            "properties": {
+                "type": {"type": "string", "enum": ["capability"]},
+                "harness": _IDENTITY,
+                "primitives": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": len(events.PRIMITIVES),
+                    "uniqueItems": True,
+                    "items": {"type": "string", "enum": list(events.PRIMITIVES)},
+                    "description": "default: all eight, in this order",
+                },
+            },
+            "required": ["type", "harness"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "title": "StatusEventInput",
+            "properties": {
+                "type": {"type": "string", "enum": ["status"]},
+                "harness": _IDENTITY,
+                "status": {"type": "string", "enum": list(events.STATUSES)},
+                "detail": {
+                    "type": "string",
+                    "pattern": r"^[^\x00-\x1f\x7f-\x9f]*$",
+                    "description": "free text without control characters; may be empty",
+                },
+            },
+            "required": ["type", "harness", "status"],
+            "additionalProperties": False,
+        },
+    ]
+}
+EVENT_OBJECT_SCHEMA = {
+    "type": "object",
+    "description": "the event (schemas/agent-chat-event.schema.json): schema_version, event, "
+    "agent, harness, ts, and primitives (capability) or status and detail? (status)",
+    "properties": {
+        "schema_version": {"type": "integer", "enum": [1]},
+        "event": {"type": "string", "enum": list(events.TYPES)},
+        "agent": {"type": "string"},
+        "harness": {"type": "string"},
+        "ts": {"type": "string"},
+        "primitives": {"type": "array", "items": {"type": "string"}},
+        "status": {"type": "string", "enum": list(events.STATUSES)},
+        "detail": {"type": "string"},
+    },
+    "required": ["schema_version", "event", "agent", "harness", "ts"],
+}
+
+
+class EventJSONField(Documented, serializers.JSONField):
+    pass
+
+
+class EventItemOutput(serializers.Serializer):
+    seq = serializers.IntegerField(help_text="the seq of the message the event rode in")
+    id = serializers.CharField(help_text="that message's id")
+    event = EventJSONField(openapi=EVENT_OBJECT_SCHEMA)
+
+
+class EventListOutput(serializers.Serializer):
+    events = EventItemOutput(many=True)
+    more = serializers.BooleanField(
+        help_text="with `after`: events after these exist; without: events before these"
+    )
+
+
+class PresenceOutput(serializers.Serializer):
+    agent = serializers.CharField()
+    # Not an enum in the schema: drf-spectacular names enums by field name, and this one would
+    # rename the tasks' StatusEnum.
+    status = serializers.CharField(
+        allow_null=True, help_text=f"one of {', '.join(events.STATUSES)}; null before any"
+    )
+    detail = serializers.CharField(allow_null=True)
+    status_ts = serializers.CharField(allow_null=True, help_text="the status event's ts")
+    status_seq = serializers.IntegerField(allow_null=True)
+    harness = serializers.CharField(allow_null=True, help_text="from the latest event")
+    primitives = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    capability_seq = serializers.IntegerField(allow_null=True)
+    last_seq = serializers.IntegerField(allow_null=True, help_text="the last message or event sent")
+    last_sent_at = serializers.DateTimeField(allow_null=True)
+    cursor = serializers.IntegerField(allow_null=True)
+    last_read_at = serializers.DateTimeField(
+        allow_null=True, help_text="the cursor's last move (read, wait or ack)"
+    )
+    last_active_at = serializers.DateTimeField(allow_null=True)
+
+
+class PresenceListOutput(serializers.Serializer):
+    presence = PresenceOutput(many=True)

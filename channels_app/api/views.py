@@ -16,7 +16,7 @@ from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
-from channels_app import records, selectors, services
+from channels_app import events, records, selectors, services
 from channels_app.api import serializers as s
 
 
@@ -255,3 +255,120 @@ class MarkerClaimApi(APIView):
             },
             status=http.HTTP_201_CREATED,
         )
+
+
+EVENT_REQUEST_FIELDS = ("type", "harness", "primitives", "status", "detail")
+EVENT_CODES = (
+    "EVENT_INVALID_TYPE",
+    "EVENT_UNKNOWN_FIELD",
+    "EVENT_REQUIRED_FIELD_MISSING",
+    "EVENT_INVALID_TEXT",
+    "EVENT_INVALID_PRIMITIVES",
+    "EVENT_DUPLICATE_PRIMITIVE",
+    "EVENT_UNKNOWN_PRIMITIVE",
+    "EVENT_INVALID_STATUS",
+    "FIELD_TOO_LARGE",
+)
+
+
+class EventListPostApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "type",
+                {"type": "string", "enum": list(events.TYPES)},
+                description="only events of this type (else 400 EVENT_INVALID_TYPE)",
+            ),
+            OpenApiParameter(
+                "after", openapi.seq(), description="events after this seq (ascending)"
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": selectors.EVENTS_MAX},
+                description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
+            ),
+        ],
+        operation_id="events_read",
+        extensions=raises("EVENT_INVALID_TYPE", "INVALID_SEQ", "INVALID_VALUE"),
+        responses=s.EventListOutput,
+        summary="Read capability and status events (like peek: never moves the cursor)",
+        description=(
+            "The channel's events, ascending by seq: the first `limit` after `after`, or the "
+            "last `limit` without it. Only event messages (posted here) count; ordinary "
+            "messages never do. `more`: further events exist (after these with `after`, "
+            "before them without)."
+        ),
+    )
+    def get(self, request: Request, name: str) -> Response:
+        kind = request.query_params.get("type")
+        after = parse_int_param(request, "after", code="INVALID_SEQ")
+        limit = parse_int_param(
+            request,
+            "limit",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=selectors.EVENTS_MAX,
+            default=selectors.EVENTS_DEFAULT,
+        )
+        channel = selectors.channel_get(name, viewer=request.user.name)
+        items, more = selectors.events_read(
+            channel=channel, viewer=request.user.name, type=kind, after=after, limit=limit
+        )
+        return Response(
+            {"events": [records.event_item_to_dict(*item) for item in items], "more": more}
+        )
+
+    @extend_schema(
+        operation_id="events_post",
+        extensions=raises(*EVENT_CODES),
+        request={"application/json": s.EVENT_POST_SCHEMA},
+        responses={201: s.EventItemOutput},
+        summary="Post a capability or status event",
+        description=(
+            "`{type: capability, harness, primitives?}` (default: all eight primitives) or "
+            "`{type: status, harness, status, detail?}`; a null field is an omitted one. The "
+            "server fills `schema_version` (1), `agent` (the caller) and `ts` (now, UTC, to the "
+            "second), validates the event against the shipped schema "
+            "(`channels_app/schemas/agent-chat-event.schema.json`) and posts it as a broadcast "
+            "message (`status: event.<type>`, `title: event:<type>`, kind `event`, the body the "
+            "compact JSON of the event, as the reference CLI writes it). A violation is 400 "
+            "with the reference's EVENT_* code, in its check order: type, unknown fields, "
+            "harness, then the primitives or the status and detail."
+        ),
+    )
+    def post(self, request: Request, name: str) -> Response:
+        data = request.data
+        if not isinstance(data, dict):
+            raise AppError("INVALID_JSON", "request body must be a JSON object")
+        unknown = [field for field in data if field not in EVENT_REQUEST_FIELDS]
+        channel = selectors.channel_get(name, viewer=request.user.name)
+        posted = services.event_post(
+            channel=channel,
+            agent=request.user.name,
+            unknown_fields=unknown,
+            **{field: data.get(field) for field in EVENT_REQUEST_FIELDS},
+        )
+        return Response(
+            records.event_item_to_dict(posted.message.seq, posted.message.id, posted.event),
+            status=http.HTTP_201_CREATED,
+        )
+
+
+class PresenceApi(APIView):
+    @extend_schema(
+        operation_id="channels_presence",
+        responses=s.PresenceListOutput,
+        summary="Presence: each agent's latest status event and last activity in the channel",
+        description=(
+            "One entry per agent that sent something in the channel or has a cursor there, "
+            "by name: its latest status event (`status`, `detail`, `status_ts`, "
+            "`status_seq`), its latest capability event (`primitives`, `capability_seq`), the "
+            "harness of its latest event, the last message or event it sent (`last_seq`, "
+            "`last_sent_at`), its cursor and the cursor's last move (`last_read_at`: a read, "
+            "wait or ack), and `last_active_at`, the later of the two. Null where there is none."
+        ),
+    )
+    def get(self, request: Request, name: str) -> Response:
+        channel = selectors.channel_get(name, viewer=request.user.name)
+        items = selectors.presence_list(channel=channel, viewer=request.user.name)
+        return Response({"presence": [records.presence_to_dict(*item) for item in items]})
