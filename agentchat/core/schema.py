@@ -306,9 +306,11 @@ def _body_required(operation: dict[str, Any], components: dict[str, Any]) -> Non
     if body is None:
         return
     for media in body.get("content", {}).values():
-        ref = media.get("schema", {}).get("$ref", "")
-        component = components.get(ref.rsplit("/", 1)[-1], {})
-        if component.get("required") or component.get("anyOf"):
+        schema = media.get("schema", {})
+        ref = schema.get("$ref", "")
+        # A component, or a schema written inline (the events' oneOf of two shapes).
+        component = components.get(ref.rsplit("/", 1)[-1], {}) if ref else schema
+        if component.get("required") or component.get("anyOf") or component.get("oneOf"):
             body["required"] = True
 
 

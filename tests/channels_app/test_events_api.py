@@ -364,3 +364,11 @@ def test_the_schema_documents_the_three_operations(api_client):
         "StatusEventInput",
     ]
     assert "get" in document["paths"]["/api/v1/channels/{name}/presence/"]
+
+
+def test_the_event_body_is_required_in_the_schema_and_by_the_server(api_client, alice, room):
+    document = api_client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
+    post = document["paths"]["/api/v1/channels/{name}/events/"]["post"]
+    assert post["requestBody"]["required"] is True  # schemathesis sent no body before
+    r = alice.post(f"/api/v1/channels/{room}/events/")
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "EVENT_INVALID_TYPE")
