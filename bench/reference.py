@@ -16,7 +16,14 @@ from pathlib import Path
 
 from harness import log
 
-REF_PACKAGE = "agent-chat-plugin==0.7.5"
+# The pinned release, from the one file that names it (.ci/run installs the same).
+REF_PACKAGE = next(
+    line.strip()
+    for line in (Path(__file__).resolve().parent.parent / "requirements-reference.txt")
+    .read_text()
+    .splitlines()
+    if line.strip() and not line.startswith("#")
+)
 REF_VENV_DEFAULT = Path(tempfile.gettempdir()) / "agentchat-bench-refvenv"
 
 

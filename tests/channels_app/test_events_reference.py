@@ -2,9 +2,10 @@
 parses the bodies we post, its ``event post`` writes the bytes we write, and its validator gives
 the code ours gives for a few thousand hostile events.
 
-The reference is not installed by the suite: these tests run when a virtualenv holding it is
-found (``AGENTCHAT_REFERENCE_VENV``, else the bench's cache ``/tmp/agentchat-bench-refvenv``:
-``bench/reference.py`` installs it there) and are skipped otherwise. The message files written
+The suite does not install the reference: these tests run when a virtualenv holding it is found
+(``AGENTCHAT_REFERENCE_VENV``, which ``.ci/run`` sets after installing
+``requirements-reference.txt``; else the bench's cache ``/tmp/agentchat-bench-refvenv``), are
+skipped otherwise, and fail under CI when it is missing. The message files written
 here follow REFERENCE-CLI §3.1 by hand, for this test only: the folder renderer is the sync's.
 """
 
@@ -22,6 +23,7 @@ import pytest
 from agentchat.core.errors import AppError
 from channels_app import events
 from channels_app.models import Message
+from tests.conftest import require_service
 
 pytestmark = pytest.mark.django_db
 
@@ -32,10 +34,14 @@ REF_VENV = Path(
 REF_CLI = REF_VENV / "bin" / "agent-chat"
 REF_PYTHON = REF_VENV / "bin" / "python"
 
-if not REF_CLI.exists():
-    pytest.skip(
-        f"the reference CLI is not installed in {REF_VENV} (set AGENTCHAT_REFERENCE_VENV)",
-        allow_module_level=True,
+
+@pytest.fixture(autouse=True)
+def reference_installed() -> None:
+    # Under CI (AGENTCHAT_REQUIRE_SERVICES=1, .ci/run installs it) a missing reference fails.
+    require_service(
+        "the reference CLI",
+        REF_CLI.exists(),
+        f"not installed in {REF_VENV} (set AGENTCHAT_REFERENCE_VENV; requirements-reference.txt)",
     )
 
 
