@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
 from agentchat.core.names import CHANNEL_NAME_MAX, is_record_id
+from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.rows import RowSelect
 from channels_app import events
 from channels_app.models import Channel, Cursor, Message, Presence
@@ -23,6 +24,8 @@ READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
 # Further rows are fetched as many as the page can still take, planned from their stored sizes.
 PAGE_BATCH = 16
 PAGE_PLAN = 256  # rows whose sizes one planning query looks at
+# A channel's planned size in a list: what can be big (the topic, the roster).
+CHANNEL_SIZE = size_of("name", "topic", "members", "created_by")
 
 
 # Every channel endpoint starts with this lookup; RowSelect spares it the queryset compiler.
@@ -234,8 +237,16 @@ def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
     )
 
 
-def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
-    """Every channel the agent may see with its cursor and unread count, in one query: per
+def channel_list(
+    *,
+    agent: Agent,
+    after: str | None = None,
+    limit: int = LIST_LIMIT_MAX,
+    max_bytes: int | None = None,
+) -> ListPage:
+    """A page of the channels the agent may see (after the name ``after``, by name), each with
+    its cursor and unread count (``agentchat.core.pages``). The page is planned from the
+    channels' sizes (the topic and the roster can be big), then loaded in one query: per
     channel, a count over the (channel, seq) index range after the cursor, so it costs the
     unread rows, not the channel's size."""
     cursor = Coalesce(
@@ -250,18 +261,38 @@ def channel_list(*, agent: Agent) -> list[dict[str, Any]]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    channels = (
-        channels_visible_to(agent.name)
-        .annotate(cursor=cursor)
-        .annotate(unread=Coalesce(Subquery(unread), 0))
-    )
-    result = []
-    for channel in channels:
+
+    def load(rows: QuerySet[Channel]) -> QuerySet[Channel]:
+        return rows.annotate(cursor=cursor).annotate(unread=Coalesce(Subquery(unread), 0))
+
+    def render(channel: Channel) -> dict[str, Any]:
         data = channel_to_dict(channel)
         data["cursor"] = channel.cursor
         data["unread"] = channel.unread
-        result.append(data)
-    return result
+        return data
+
+    return list_page(
+        channels_visible_to(agent.name),
+        key="name",
+        size=CHANNEL_SIZE,
+        after=after,
+        limit=limit,
+        max_bytes=max_bytes,
+        load=load,
+        render=render,
+    )
+
+
+def channel_after_check(value: str) -> None:
+    """``?after=`` of the channel list: a name as names are looked up (``channel_get``).
+    Raises INVALID_NAME."""
+    if not is_record_id(value, max_length=CHANNEL_NAME_MAX):
+        raise AppError(
+            "INVALID_NAME",
+            f"after must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {CHANNEL_NAME_MAX} "
+            "characters",
+            detail={"field": "after", "value": value[:100]},
+        )
 
 
 # --- events and presence ----------------------------------------------------------------------

@@ -30,6 +30,7 @@ from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
+from drf_spectacular.utils import OpenApiParameter
 
 from agentchat.core.errors import ERRORS, UndeclaredErrorCode
 from agentchat.core.names import (
@@ -38,6 +39,7 @@ from agentchat.core.names import (
     RECORD_ID_PATTERN,
     any_case,
 )
+from agentchat.core.pages import LIST_LIMIT_MAX
 from agentchat.core.records import MIN_LEASE_SECONDS
 from agentchat.core.validation import MAX_INT_DIGITS
 
@@ -123,6 +125,29 @@ def lease_seconds() -> dict[str, Any]:
 
 
 # Sizes: a pattern counts characters, the server bytes (UTF-8); a character is at most 4 bytes.
+def page_parameters(after: dict[str, Any], after_help: str) -> list[Any]:
+    """``limit`` and ``after`` of a paged list (agentchat.core.pages): ``after`` is the list's
+    key (its schema given), exclusive."""
+    return [
+        OpenApiParameter(
+            "limit",
+            {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": LIST_LIMIT_MAX,
+                "default": LIST_LIMIT_MAX,
+            },
+            description="at most this many items; a page also stops at about "
+            "AGENTCHAT_READ_MAX_BYTES of JSON (always at least one item)",
+        ),
+        OpenApiParameter(
+            "after",
+            after,
+            description=f"start after this key (exclusive): {after_help}",
+        ),
+    ]
+
+
 FIELD_MAX_CHARS = settings.AGENTCHAT_MAX_FIELD_BYTES
 FIELD_BYTES_HELP = (
     f"at most {settings.AGENTCHAT_MAX_FIELD_BYTES} bytes in UTF-8 (413 FIELD_TOO_LARGE), and the "

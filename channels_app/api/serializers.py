@@ -16,6 +16,7 @@ from agentchat.core.api import (
     StrictListField,
     StrictSerializer,
 )
+from agentchat.core.pages import PageOutput
 from channels_app import events
 from channels_app.models import Channel
 from channels_app.services import (
@@ -133,7 +134,7 @@ class ChannelOutput(serializers.Serializer):
     unread = serializers.IntegerField(required=False, help_text="relevant messages after it")
 
 
-class ChannelListOutput(serializers.Serializer):
+class ChannelListOutput(PageOutput):
     channels = ChannelOutput(many=True)
 
 

@@ -11,9 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
+from agentchat.core.names import CHANNEL_NAME_MAX
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
 from channels_app import events, records, selectors, services
@@ -53,11 +55,18 @@ def check_sender(request: Request, data: dict[str, Any]) -> None:
 class ChannelListCreateApi(APIView):
     @extend_schema(
         operation_id="channels_list",
+        parameters=openapi.page_parameters(
+            openapi.record_id(CHANNEL_NAME_MAX), "the channel name of the previous page's `next`"
+        ),
         responses=s.ChannelListOutput,
-        summary="List channels with the caller's unread counts",
+        extensions=raises("INVALID_VALUE", "INVALID_NAME"),
+        summary="List channels with the caller's unread counts, a page at a time (by name)",
     )
-    def get(self, request: Request) -> Response:
-        return Response({"channels": selectors.channel_list(agent=request.user)})
+    def get(self, request: Request) -> HttpResponse:
+        limit = pages.limit_parse(request.query_params.get("limit"))
+        after = pages.after_parse(request.query_params.get("after"), selectors.channel_after_check)
+        page = selectors.channel_list(agent=request.user, after=after, limit=limit)
+        return pages.page_response("channels", page)
 
     @extend_schema(
         operation_id="channels_create",

@@ -1,0 +1,56 @@
+"""Helpers for the paged lists' tests (agentchat.core.pages): walk a list page by page, count
+the rows a page loads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from rest_framework.test import APIClient
+
+
+def page_get(client: APIClient, url: str, key: str, **params: Any) -> dict[str, Any]:
+    query = f"?{httpx.QueryParams(params)}" if params else ""
+    r = client.get(f"{url}{query}")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert set(body) == ({key, "more", "next"} if body["more"] else {key, "more"}), body
+    return body
+
+
+def walk(client: APIClient, url: str, key: str, id_key: str, **params: Any) -> list[list[Any]]:
+    """Every page of a list, following ``next``: the pages' items' ``id_key``."""
+    pages, after = [], None
+    while True:
+        extra = {**params, **({"after": after} if after is not None else {})}
+        body = page_get(client, url, key, **extra)
+        pages.append([item[id_key] for item in body[key]])
+        if not body["more"]:
+            return pages
+        assert body["next"] == body[key][-1][id_key]
+        after = body["next"]
+        assert len(pages) < 10_000
+
+
+def json_size(item: dict[str, Any]) -> int:
+    return len(json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def count_loaded(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """Rows each page loads in ``module``'s lists (its ``list_page``'s ``load``)."""
+    loaded: list[int] = []
+    real = module.list_page
+
+    def spy(rows: Any, *, load: Callable[[Any], Any], **kwargs: Any) -> Any:
+        def counting(queryset: Any) -> list[Any]:
+            result = list(load(queryset))
+            loaded.append(len(result))
+            return result
+
+        return real(rows, load=counting, **kwargs)
+
+    monkeypatch.setattr(module, "list_page", spy)
+    return loaded
