@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 
 from agentchat.core.errors import AppError
 from agentchat.core.names import RECORD_ID_RE, check_agent_name
+from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
 from channels_app.models import Channel
 from tasks_app import records
 from tasks_app.models import TASK_ID_MAX, Lease, Task, TaskDependency
@@ -83,12 +84,9 @@ def task_get(*, channel: Channel, task_id: str) -> Task:
     return task
 
 
-def task_list(
-    *, channel: Channel, status: str | None = None, owner: str | None = None
-) -> list[Task]:
-    """Tasks of a channel by id, optionally filtered. Raises TASK_INVALID_STATUS,
-    TASK_INVALID_OWNER (a filter no task can match is a mistake, and a NUL would reach the
-    database)."""
+def _tasks_filtered(*, channel: Channel, status: str | None, owner: str | None) -> QuerySet[Task]:
+    """Raises TASK_INVALID_STATUS, TASK_INVALID_OWNER (a filter no task can match is a
+    mistake, and a NUL would reach the database)."""
     queryset = Task.objects.filter(channel=channel)
     if status is not None:
         if status not in STATUSES:
@@ -101,7 +99,68 @@ def task_list(
     if owner is not None:
         check_agent_name(owner, field="owner", code="TASK_INVALID_OWNER")
         queryset = queryset.filter(owner=owner)
-    return _loaded(queryset.order_by("task_id"))
+    return queryset
+
+
+def task_list(
+    *, channel: Channel, status: str | None = None, owner: str | None = None
+) -> list[Task]:
+    """Every task of a channel by id, optionally filtered (the whole list: for the folder and
+    the state summary; the API pages with ``task_page``). Raises TASK_INVALID_STATUS,
+    TASK_INVALID_OWNER."""
+    return _loaded(_tasks_filtered(channel=channel, status=status, owner=owner).order_by("task_id"))
+
+
+# Dependencies as the record spells them twice (``depends_on`` and ``blocked_by``).
+_DEPENDENCIES_SIZE = Subquery(
+    TaskDependency.objects.filter(task=OuterRef("pk"))
+    .order_by()
+    .values("task")
+    .annotate(n=Sum(OctetLength(F("dependency__task_id")) * 2 + 40))
+    .values("n"),
+    output_field=IntegerField(),
+)
+# A task's planned size in a list: what can be big (title, acceptance, files_hint, branch, a
+# recovery reason, the dependencies), plus the fixed fields of the task and its lease.
+TASK_SIZE = size_of(
+    "title",
+    "acceptance",
+    "files_hint",
+    "branch",
+    "lease__recovery_reason",
+    _DEPENDENCIES_SIZE,
+    overhead=768,
+)
+
+
+def task_page(
+    *,
+    channel: Channel,
+    status: str | None = None,
+    owner: str | None = None,
+    after: str | None = None,
+    limit: int = LIST_LIMIT_MAX,
+    max_bytes: int | None = None,
+) -> ListPage:
+    """A page of a channel's tasks (``task_to_dict``) after the id ``after``, by id, optionally
+    filtered (``agentchat.core.pages``): a task can hold 1,000 acceptance lines, so the page is
+    planned from sizes the database computes and loads only the tasks it sends. Raises
+    TASK_INVALID_STATUS, TASK_INVALID_OWNER."""
+    return list_page(
+        _tasks_filtered(channel=channel, status=status, owner=owner),
+        key="task_id",
+        size=TASK_SIZE,
+        after=after,
+        limit=limit,
+        max_bytes=max_bytes,
+        load=_loaded,
+        render=task_to_dict,
+    )
+
+
+def task_after_check(value: str) -> None:
+    """``?after=`` of the task list: a task id by the rule of ids. Raises TASK_INVALID_ID."""
+    check_task_id(value, field="after")
 
 
 def task_depends_on(task: Task) -> list[str]:

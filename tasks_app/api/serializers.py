@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from agentchat.core import schema as openapi
 from agentchat.core.api import RawJSONField, StrictSerializer
+from agentchat.core.pages import PageOutput
 from tasks_app.selectors import STATUSES, TASK_ID_MAX
 from tasks_app.services.validation import LIST_MAX, REASON_MAX
 
@@ -232,5 +233,5 @@ class TaskOutput(serializers.Serializer):
     blocked_by = BlockedByOutput(many=True, help_text="dependencies not done")
 
 
-class TaskListOutput(serializers.Serializer):
+class TaskListOutput(PageOutput):
     tasks = TaskOutput(many=True)

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
+from tasks_app.models import TASK_ID_MAX
 from tasks_app.selectors import STATUSES
 
 TAG = ["tasks"]
@@ -51,7 +54,7 @@ class TaskListCreateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="task_list",
-        summary="List a channel's tasks with readiness",
+        summary="List a channel's tasks with readiness, a page at a time (by id)",
         parameters=[
             OpenApiParameter(
                 "status",
@@ -59,18 +62,27 @@ class TaskListCreateApi(APIView):
                 description="only tasks in this status",
             ),
             OpenApiParameter("owner", openapi.AGENT_NAME, description="only tasks of this owner"),
+            *openapi.page_parameters(
+                openapi.record_id(TASK_ID_MAX), "the task id of the previous page's `next`"
+            ),
         ],
         responses=s.TaskListOutput,
-        extensions=raises("TASK_INVALID_STATUS", "TASK_INVALID_OWNER"),
+        extensions=raises(
+            "TASK_INVALID_STATUS", "TASK_INVALID_OWNER", "TASK_INVALID_ID", "INVALID_VALUE"
+        ),
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: Request, name: str) -> HttpResponse:
+        limit = pages.limit_parse(request.query_params.get("limit"))
+        after = pages.after_parse(request.query_params.get("after"), selectors.task_after_check)
         channel = channel_get(name, viewer=request.user.name)
-        tasks = selectors.task_list(
+        page = selectors.task_page(
             channel=channel,
             status=request.query_params.get("status") or None,
             owner=request.query_params.get("owner") or None,
+            after=after,
+            limit=limit,
         )
-        return Response({"tasks": selectors.tasks_to_dicts(tasks)})
+        return pages.page_response("tasks", page)
 
     @extend_schema(
         tags=TAG,
