@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
 
 from agentchat.core import clock
 from agentchat.core.errors import AppError
 from agentchat.core.names import is_record_id
+from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
 from agentchat.core.paths import safe_text
 from channels_app.models import Channel
 from locks_app import records
@@ -59,8 +60,54 @@ def _locks(channel: Channel) -> QuerySet[PathLock]:
 
 
 def lock_list(*, channel: Channel) -> list[PathLock]:
-    """Every lock of the channel, active and expired, by lock id."""
+    """Every lock of the channel, active and expired, by lock id (the whole list: the API pages
+    with ``lock_page``)."""
     return list(_locks(channel))
+
+
+# A lock's planned size in a list: its paths (up to 64, of up to 1 KB, spelled twice) and a
+# recovery reason, plus the record's fixed fields.
+LOCK_SIZE = size_of(
+    "owner",
+    "previous_owner",
+    "recovery_reason",
+    Subquery(
+        PathLockEntry.objects.filter(lock=OuterRef("pk"))
+        .order_by()
+        .values("lock")
+        .annotate(n=Sum(OctetLength(F("normalized_path")) + OctetLength(F("display_path")) + 64))
+        .values("n"),
+        output_field=IntegerField(),
+    ),
+    overhead=384,
+)
+
+
+def _locks_loaded(rows: QuerySet[PathLock]) -> QuerySet[PathLock]:
+    entries = Prefetch("entries", queryset=PathLockEntry.objects.order_by("position"))
+    return rows.select_related("channel").prefetch_related(entries)
+
+
+def lock_page(
+    *,
+    channel: Channel,
+    after: str | None = None,
+    limit: int = LIST_LIMIT_MAX,
+    max_bytes: int | None = None,
+) -> ListPage:
+    """A page of the channel's locks (``records.lock_to_dict``), active and expired, after the
+    lock id ``after``, by lock id (``agentchat.core.pages``): expired locks stay until someone
+    unlocks or recovers them, so the list has no bound of its own."""
+    return list_page(
+        PathLock.objects.filter(channel=channel),
+        key="lock_id",
+        size=LOCK_SIZE,
+        after=after,
+        limit=limit,
+        max_bytes=max_bytes,
+        load=_locks_loaded,
+        render=records.lock_to_dict,
+    )
 
 
 def locks_by_pk(pks: Iterable[int]) -> list[PathLock]:

@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from agentchat.core import schema as openapi
 from agentchat.core.api import RawJSONField, StrictSerializer
+from agentchat.core.pages import PageOutput
 from locks_app.paths import MAX_PATHS
 from locks_app.services import REASON_MAX
 
@@ -93,7 +94,7 @@ class LockOutput(serializers.Serializer):
     updated_at = serializers.CharField()
 
 
-class LockListOutput(serializers.Serializer):
+class LockListOutput(PageOutput):
     locks = LockOutput(many=True)
 
 

@@ -6,12 +6,14 @@ recovers.
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
@@ -29,12 +31,20 @@ OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT"
 class LockListCreateApi(APIView):
     @extend_schema(
         operation_id="locks_list",
+        parameters=openapi.page_parameters(
+            openapi.record_id(selectors.LOCK_ID_MAX), "the lock id of the previous page's `next`"
+        ),
         responses=s.LockListOutput,
-        summary="List the channel's path locks (expired too)",
+        extensions=raises("INVALID_VALUE", "PATH_LOCK_INVALID_LOCK_ID"),
+        summary="List the channel's path locks (expired too), a page at a time (by lock id)",
     )
-    def get(self, request: Request, name: str) -> Response:
-        locks = selectors.lock_list(channel=channel_get(name, viewer=request.user.name))
-        return Response({"locks": [records.lock_to_dict(lock) for lock in locks]})
+    def get(self, request: Request, name: str) -> HttpResponse:
+        limit = pages.limit_parse(request.query_params.get("limit"))
+        after = pages.after_parse(request.query_params.get("after"), selectors.lock_id_check)
+        channel = channel_get(name, viewer=request.user.name)
+        return pages.page_response(
+            "locks", selectors.lock_page(channel=channel, after=after, limit=limit)
+        )
 
     @extend_schema(
         operation_id="locks_lock",

@@ -727,13 +727,14 @@ def test_recover_of_unknown_lock_and_bad_duration(alice, bob, review, clock):
 
 
 def test_list_shows_active_and_expired_locks_by_id(alice, bob, review, clock):
-    assert alice.get(LOCKS).json() == {"locks": []}
+    assert alice.get(LOCKS).json() == {"locks": [], "more": False}
     first = lock(alice, "a", lease_seconds=1).json()
     clock.advance(5)
     second = lock(bob, "b").json()
     r = alice.get(LOCKS)
     assert r.status_code == 200
-    assert r.json() == {"locks": sorted([first, second], key=lambda item: item["lock_id"])}
+    locks = sorted([first, second], key=lambda item: item["lock_id"])
+    assert r.json() == {"locks": locks, "more": False}
     assert alice.get(f"{LOCKS}{first['lock_id']}/").json() == first
 
 
