@@ -190,7 +190,8 @@ AGENTCHAT_WAIT_DEFAULT_TIMEOUT = min(60.0, AGENTCHAT_WAIT_MAX_TIMEOUT)
 # was lost.
 AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
 # A read or wait answers at most this many bytes of messages (and at least one message); the
-# rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB.
+# rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB. A page
+# of a list (channels, tasks, locks: agentchat.core.pages) holds about as many bytes of JSON.
 AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(1024 * 1024)))
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
 # with 4408 (a policy close); it reconnects with ?since= and loses nothing.
