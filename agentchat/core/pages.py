@@ -97,13 +97,12 @@ def after_parse(raw: str | None, check: Callable[[str], object]) -> str | None:
 
 
 def _plan(
-    rows: QuerySet[Any], *, key: str, size: Expression, limit: int, max_bytes: int
+    rows: QuerySet[Any], *, key: str, size: Expression, limit: int, max_bytes: int, step: int
 ) -> tuple[str | None, bool]:
     """The last key of the page ``rows`` starts (None for an empty list) and whether rows
-    remain after it, from planned sizes only."""
+    remain after it, from planned sizes only, sizing ``step`` rows first."""
     planned = taken = 0
     last: str | None = None
-    step = PLAN_FIRST
     while True:
         following = rows.filter(**{f"{key}__gt": last}) if last is not None else rows
         # One row more than the page can take tells whether more remain.
@@ -130,17 +129,22 @@ def list_page(
     load: Callable[[QuerySet[Any]], Iterable[Any]],
     render: Callable[[Any], dict[str, Any]],
     max_bytes: int | None = None,
+    plan_first: int = PLAN_FIRST,
 ) -> ListPage:
     """The page of ``rows`` after the key ``after``, ordered by ``key`` (a unique column): at
     most ``limit`` items and about ``max_bytes`` (AGENTCHAT_READ_MAX_BYTES) of JSON, at least
     one. ``size`` is the row's planned size (``size_of``); ``load`` fetches the planned rows
     (a queryset of them, in key order) with what ``render`` needs, and ``render`` makes an
-    item's record."""
+    item's record. ``plan_first`` is how many rows the first planning query sizes: a list
+    whose sizes come from short text columns only (no JSON to convert) plans in one query with
+    ``LIST_LIMIT_MAX + 1``."""
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     rows = rows.order_by(key)
     while True:
         following = rows.filter(**{f"{key}__gt": after}) if after is not None else rows
-        last, more = _plan(following, key=key, size=size, limit=limit, max_bytes=max_bytes)
+        last, more = _plan(
+            following, key=key, size=size, limit=limit, max_bytes=max_bytes, step=plan_first
+        )
         if last is None:
             return ListPage([], False, None)
         parts: list[bytes] = []
