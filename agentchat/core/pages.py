@@ -8,7 +8,7 @@ A page is at most ``limit`` items (1-``LIST_LIMIT_MAX``, default the maximum) an
 paging gives every item once, in order. A small list is one page: old clients keep working.
 
 The work is bounded as well as the answer. Before loading anything, ``list_page`` plans the
-page from a size the database computes per row (``octet_length``, an ``SizeOf`` over the
+page from a size the database computes per row (``OctetLength`` summed by ``size_of`` over the
 columns that can be big), reading only keys and sizes, in planning queries that start small
 and double: on PostgreSQL a size costs converting the row's JSON to text (2.6 ms for a task of
 700 KB here), so a plan that stopped only at ``limit`` would cost what loading costs. Then one
