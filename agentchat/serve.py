@@ -115,14 +115,12 @@ def _web_request_install() -> None:
     from daphne import http_protocol
     from django.conf import settings
 
+    from agentchat.core.asgi_http import request_too_large
     from agentchat.core.encode import json_bytes
-    from agentchat.core.errors import AppError, error_body
+    from agentchat.core.errors import error_body
 
     limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
-    error = AppError(
-        "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-    )
-    body = json_bytes(error_body(error))
+    body = json_bytes(error_body(request_too_large(limit)))
     refusal = (
         b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from agentchat import datadir
@@ -189,6 +190,8 @@ AGENTCHAT_WAIT_DEFAULT_TIMEOUT = min(60.0, AGENTCHAT_WAIT_MAX_TIMEOUT)
 # How often a websocket stream or a parked wait checks the database for a message whose ring
 # was lost.
 AGENTCHAT_STREAM_SWEEP_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_SWEEP_SECONDS", "30"))
+if not AGENTCHAT_STREAM_SWEEP_SECONDS > 0:  # 0 would turn every parked session into a loop
+    raise ImproperlyConfigured("AGENTCHAT_STREAM_SWEEP_SECONDS must be a number of seconds > 0")
 # A read or wait answers at most this many bytes of messages (and at least one message); the
 # rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB. A page
 # of a list (channels, tasks, locks: agentchat.core.pages) holds about as many bytes of JSON.

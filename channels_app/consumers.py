@@ -34,7 +34,13 @@ from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
 from agentchat.core.validation import int_parse, number_parse
-from channels_app.live import MessageStream, message_stream, message_wait, tasks_end
+from channels_app.live import (
+    MessageStream,
+    WaitResult,
+    message_stream,
+    message_wait,
+    tasks_end,
+)
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 
 logger = logging.getLogger(__name__)
@@ -115,6 +121,13 @@ class ChannelWaitConsumer:
             await error_send(send, internal_error())
             return
         abandoned = threading.Event()
+        answered = asyncio.Event()
+
+        async def deliver(result: WaitResult) -> None:
+            # Before the wait leaves the layer: its cursor has moved, its answer goes out now.
+            answered.set()
+            await json_send(send, 200, result.body())
+
         waiting = asyncio.ensure_future(
             message_wait(
                 channel=channel,
@@ -123,19 +136,22 @@ class ChannelWaitConsumer:
                 limit=limit,
                 token_id=token.pk,
                 abandoned=abandoned,
+                deliver=deliver,
             )
         )
         gone = asyncio.ensure_future(disconnected(receive))
         try:
             await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if answered.is_set() and not waiting.done():
+                await asyncio.wait({waiting})  # sent: let it leave the layer
         finally:
             if not waiting.done():
                 # First: a cursor move already on a database thread must not commit.
                 abandoned.set()
             for task in (waiting, gone):
                 task.cancel()
-        if not waiting.done() or waiting.cancelled():
-            return  # the client went away
+        if not waiting.done() or waiting.cancelled() or answered.is_set():
+            return  # the client went away, or it has its answer
         error = waiting.exception()
         if error is None:
             await json_send(send, 200, waiting.result().body())

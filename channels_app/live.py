@@ -24,7 +24,7 @@ import random
 import threading
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,11 +110,10 @@ class _CursorMoves:
         batch, self.pending = self.pending, []
         try:
             results = await run_db(cursors_compare_and_set, moves=[move for move, _ in batch])
-        except Exception as exc:
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-            return
+        except Exception:
+            # (A deadlock, a lost connection.) Nothing moved: each waiter reads for itself.
+            logger.warning("a batch of %d cursor moves failed", len(batch), exc_info=True)
+            results = [False] * len(batch)
         for (_, future), moved in zip(batch, results, strict=True):
             if not future.done():
                 future.set_result(moved)
@@ -150,6 +149,7 @@ async def message_wait(
     max_bytes: int | None = None,
     token_id: int | None = None,
     abandoned: threading.Event | None = None,
+    deliver: Callable[[WaitResult], Awaitable[None]] | None = None,
 ) -> WaitResult:
     """Wait up to ``timeout`` seconds for messages relevant to ``agent`` after its cursor.
 
@@ -166,89 +166,132 @@ async def message_wait(
     CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller
     sets ``abandoned`` when its client goes away, before it cancels the wait: a cursor move
     already on a database thread then does not commit (ClientGone, or a compare-and-set
-    that does not happen).
+    that does not happen). ``deliver`` (the consumer's send) is awaited with the result before
+    the wait leaves its group and frees its inbox: a moved cursor's answer goes out at once, not
+    after the layer's round trips, in which a client that left would lose it.
     """
     layer = get_channel_layer()
     inbox = await layer.new_channel()
     group = channel_group(channel.pk)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    receiving: asyncio.Future[Any] | None = None
-    revoked_wait: asyncio.Future[Any] | None = None
-
-    async def read() -> ReadPage:
-        return await run_db(
-            messages_read,
+    parked = _Parked(layer=layer, inbox=inbox, group=group)
+    try:
+        result = await parked.wait(
             channel=channel,
             agent=agent,
+            timeout=timeout,
             limit=limit,
             max_bytes=max_bytes,
-            advance_if_empty=False,
             token_id=token_id,
             abandoned=abandoned,
         )
-
-    try:
-        async with token_watch(token_id) as revoked:
-            await layer.group_add(group, inbox)
-            revoked_wait = asyncio.ensure_future(revoked.wait())
-            while True:
-                page = await read()
-                if page.parts:
-                    return WaitResult(page, timed_out=False)
-                # Park. Every message up to `known` is known to be irrelevant to us.
-                known = page.last_seq
-                sweep_at = loop.time() + _sweep_interval()
-                while True:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        page = await read()  # a ring is at most once, the database the record
-                        return WaitResult(page, timed_out=not page.parts)
-                    if sweep_at <= loop.time():
-                        break  # a sweep: a message whose ring was lost is found now
-                    if receiving is None:
-                        # Not cancelled on a timeout: a cancelled receive frees the inbox.
-                        receiving = asyncio.ensure_future(layer.receive(inbox))
-                    await asyncio.wait(
-                        {receiving, revoked_wait},
-                        timeout=min(remaining, sweep_at - loop.time()),
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if revoked.is_set():
-                        raise _token_revoked()
-                    if not receiving.done():
-                        continue
-                    ring, receiving = receiving.result(), None
-                    if ring.get("type") != EVENT_TYPE:
-                        continue
-                    event = ring["event"]
-                    if not ring_may_concern(event, agent.name):
-                        if event.get("seq") == known + 1:
-                            known += 1
-                        continue
-                    # The ring carries the next message and it is ours: render it, then move
-                    # the cursor onto it, so the move happens only with a body that can be sent.
-                    part = None
-                    if event.get("seq") == known + 1 and "message" in event:
-                        part = _render(event["message"])
-                    move = CursorMove(
-                        agent.pk, channel.pk, page.cursor, event["seq"], token_id, abandoned
-                    )
-                    if part is not None and await cursor_move(move):
-                        page = ReadPage([part], event["seq"], False, event["seq"])
-                        return WaitResult(page, timed_out=False)
-                    break  # a gap, a big message, a moved cursor or a revoked token: read
+        if deliver is not None:
+            await deliver(result)
+        return result
     finally:
-        for future in (revoked_wait, receiving):
-            if future is not None:
-                future.cancel()
-        await asyncio.shield(_wait_cleanup(layer, group, inbox, receiving))
+        if parked.receiving is not None:
+            parked.receiving.cancel()
+        await asyncio.shield(_wait_cleanup(layer, group, inbox, parked.receiving))
 
 
-def _sweep_interval() -> float:
-    """AGENTCHAT_STREAM_SWEEP_SECONDS, spread over the parked sessions so that they do not all
-    look at once."""
-    return settings.AGENTCHAT_STREAM_SWEEP_SECONDS * random.uniform(0.8, 1.2)
+class _Parked:
+    """A wait's subscription: its inbox, and the receive on it that may still be pending."""
+
+    def __init__(self, *, layer: Any, inbox: str, group: str) -> None:
+        self.layer = layer
+        self.inbox = inbox
+        self.group = group
+        # Not cancelled on a timeout: a cancelled receive frees the inbox.
+        self.receiving: asyncio.Future[Any] | None = None
+
+    async def wait(
+        self,
+        *,
+        channel: Channel,
+        agent: Any,
+        timeout: float,
+        limit: int,
+        max_bytes: int | None,
+        token_id: int | None,
+        abandoned: threading.Event | None,
+    ) -> WaitResult:
+        layer, inbox = self.layer, self.inbox
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        revoked_wait: asyncio.Future[Any] | None = None
+
+        async def read() -> ReadPage:
+            return await run_db(
+                messages_read,
+                channel=channel,
+                agent=agent,
+                limit=limit,
+                max_bytes=max_bytes,
+                advance_if_empty=False,
+                token_id=token_id,
+                abandoned=abandoned,
+            )
+
+        try:
+            async with token_watch(token_id) as revoked:
+                await layer.group_add(self.group, inbox)
+                revoked_wait = asyncio.ensure_future(revoked.wait())
+                while True:
+                    page = await read()
+                    if page.parts:
+                        return WaitResult(page, timed_out=False)
+                    # Park. Every message up to `known` is known to be irrelevant to us.
+                    known = page.last_seq
+                    sweep_at = loop.time() + _sweep_interval()
+                    while True:
+                        remaining = deadline - loop.time()
+                        if remaining <= 0:
+                            page = await read()  # a ring is at most once, the database the record
+                            return WaitResult(page, timed_out=not page.parts)
+                        if sweep_at <= loop.time():
+                            break  # a sweep: a message whose ring was lost is found now
+                        if self.receiving is None:
+                            self.receiving = asyncio.ensure_future(layer.receive(inbox))
+                        await asyncio.wait(
+                            {self.receiving, revoked_wait},
+                            timeout=min(remaining, sweep_at - loop.time()),
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                        if revoked.is_set():
+                            raise _token_revoked()
+                        if not self.receiving.done():
+                            continue
+                        ring, self.receiving = self.receiving.result(), None
+                        if ring.get("type") != EVENT_TYPE:
+                            continue
+                        event = ring["event"]
+                        if not ring_may_concern(event, agent.name):
+                            if event.get("seq") == known + 1:
+                                known += 1
+                            continue
+                        # The ring carries the next message and it is ours: render it, then
+                        # move the cursor onto it, so the move happens only with a body that
+                        # can be sent.
+                        part = None
+                        if event.get("seq") == known + 1 and "message" in event:
+                            part = _render(event["message"])
+                        move = CursorMove(
+                            agent.pk, channel.pk, page.cursor, event["seq"], token_id, abandoned
+                        )
+                        if part is not None and await cursor_move(move):
+                            page = ReadPage([part], event["seq"], False, event["seq"])
+                            return WaitResult(page, timed_out=False)
+                        break  # a gap, a big message, a moved cursor or a revoked token: read
+        finally:
+            if revoked_wait is not None:
+                revoked_wait.cancel()
+
+
+def _sweep_interval(seconds: float | None = None) -> float:
+    """``seconds`` (AGENTCHAT_STREAM_SWEEP_SECONDS), spread over the parked sessions and streams
+    so that they do not all look at once."""
+    if seconds is None:
+        seconds = settings.AGENTCHAT_STREAM_SWEEP_SECONDS
+    return seconds * random.uniform(0.8, 1.2)
 
 
 async def _wait_cleanup(layer: Any, group: str, inbox: str, receiving: Any) -> None:
@@ -319,8 +362,7 @@ class MessageStream:
         self._schedule_sweep()
 
     def _schedule_sweep(self) -> None:
-        spread = self._sweep_seconds * random.uniform(0.8, 1.2)  # as _sweep_interval
-        self._next_sweep = asyncio.get_running_loop().time() + spread
+        self._next_sweep = asyncio.get_running_loop().time() + _sweep_interval(self._sweep_seconds)
 
     def ring(self, event: dict[str, Any]) -> None:
         if event.get("kind") != "message" or not isinstance(event.get("seq"), int):

@@ -454,10 +454,10 @@ def event_post(
     unknown_fields: Iterable[str] = (),
 ) -> PostedEvent:
     """Post a capability or status event (REFERENCE-CLI §3.12) as ``agent``: the server fills
-    ``schema_version``, ``agent`` and ``ts`` (now, UTC, to the second — the message carries the
-    same instant), validates the event against the shipped schema and posts it as a broadcast
-    message of kind ``event`` whose body is the compact JSON, updating ``agent``'s presence in
-    the same transaction. None is an omitted field; a capability event without primitives
+    ``schema_version``, ``agent`` and ``ts`` (now, UTC, to the second; the message's ``ts`` is
+    the same instant, with its microseconds), validates the event against the shipped schema
+    and posts it as a broadcast message of kind ``event`` whose body is the compact JSON,
+    updating ``agent``'s presence in the same transaction. None is an omitted field; a capability event without primitives
     advertises all eight. ``unknown_fields`` names fields the request carried beside these.
 
     Raises the codes of ``events.event_validate`` (EVENT_UNKNOWN_FIELD, EVENT_INVALID_TYPE,
@@ -671,11 +671,15 @@ def cursors_compare_and_set(*, moves: Sequence[CursorMove]) -> list[bool]:
         f" AND EXISTS (SELECT 1 FROM {ApiToken._meta.db_table} "
         "WHERE id = %s AND revoked_at IS NULL)"
     )
-    results = []
+    results = [False] * len(moves)
+    inserted = [False] * len(moves)
+    # In one order everywhere (agent, channel): two processes' batches for the same cursors
+    # in opposite orders would deadlock on PostgreSQL's row locks.
+    order = sorted(range(len(moves)), key=lambda i: (moves[i].agent_id, moves[i].channel_id))
     with connection.cursor() as cursor:
-        for move in moves:
+        for index in order:
+            move = moves[index]
             if move.abandoned is not None and move.abandoned.is_set():
-                results.append(False)
                 continue
             where = [move.agent_id, move.channel_id]
             check, check_args = ("", []) if move.token_id is None else (live, [move.token_id])
@@ -693,15 +697,22 @@ def cursors_compare_and_set(*, moves: Sequence[CursorMove]) -> list[bool]:
                     "ON CONFLICT (agent_id, channel_id) DO NOTHING",
                     [*where, move.new, now, *check_args],
                 )
-                moved = cursor.rowcount == 1
-            results.append(moved)
-        for index, move in enumerate(moves):
+                moved = inserted[index] = cursor.rowcount == 1
+            results[index] = moved
+        for index in order:
+            move = moves[index]
             if results[index] and move.abandoned is not None and move.abandoned.is_set():
-                # Its client left while the others moved: put it back before the commit.
-                cursor.execute(
-                    f"UPDATE {table} SET seq = %s WHERE agent_id = %s AND channel_id = %s",
-                    [move.expected, move.agent_id, move.channel_id],
-                )
+                # Its client left while the others moved: undo it before the commit.
+                if inserted[index]:
+                    cursor.execute(
+                        f"DELETE FROM {table} WHERE agent_id = %s AND channel_id = %s",
+                        [move.agent_id, move.channel_id],
+                    )
+                else:
+                    cursor.execute(
+                        f"UPDATE {table} SET seq = %s WHERE agent_id = %s AND channel_id = %s",
+                        [move.expected, move.agent_id, move.channel_id],
+                    )
                 results[index] = False
     return results
 

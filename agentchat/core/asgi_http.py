@@ -126,6 +126,13 @@ def request_check(
         raise AppError("NOT_ACCEPTABLE", "this endpoint answers application/json only")
 
 
+def request_too_large(limit: int) -> AppError:
+    """413: a request body over ``limit`` bytes (the lane's reader and the server's own)."""
+    return AppError(
+        "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+    )
+
+
 async def body_read(receive: Receive, *, limit: int) -> bytes | None:
     """The whole request body, however it was framed (daphne has already undone chunked
     transfer coding); None when the client went away first. Raises REQUEST_TOO_LARGE as soon as
@@ -139,9 +146,7 @@ async def body_read(receive: Receive, *, limit: int) -> bytes | None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise AppError(
-                "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-            )
+            raise request_too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)

@@ -36,6 +36,7 @@ signal that the API would skip.
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import logging
 import threading
@@ -97,7 +98,7 @@ class ApiLane:
         # passes request_abandoned(request) to its service, which then commits nothing.
         abandoned = request.META[ABANDONED] = threading.Event()
         gone = asyncio.ensure_future(disconnected(receive))
-        gone.add_done_callback(lambda task: task.cancelled() or abandoned.set())
+        gone.add_done_callback(functools.partial(_client_gone, abandoned))
         try:
             response = await run_db(self.get_response, request)
         finally:
@@ -130,6 +131,13 @@ class ApiLane:
             logger.exception("unhandled error on %s %s", request.method, request.path)
             return error_http_response(internal_error())
         return response
+
+
+def _client_gone(abandoned: threading.Event, watch: asyncio.Future[None]) -> None:
+    if watch.cancelled():
+        return  # the view answered first
+    watch.exception()  # retrieved: a receive that failed counts as a client gone
+    abandoned.set()
 
 
 # request.META's key of the lane's threading.Event that is set once the client has gone.
