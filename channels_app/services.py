@@ -457,8 +457,9 @@ def event_post(
     ``schema_version``, ``agent`` and ``ts`` (now, UTC, to the second; the message's ``ts`` is
     the same instant, with its microseconds), validates the event against the shipped schema
     and posts it as a broadcast message of kind ``event`` whose body is the compact JSON,
-    updating ``agent``'s presence in the same transaction. None is an omitted field; a capability event without primitives
-    advertises all eight. ``unknown_fields`` names fields the request carried beside these.
+    updating ``agent``'s presence in the same transaction. None is an omitted field; a
+    capability event without primitives advertises all eight. ``unknown_fields`` names fields
+    the request carried beside these.
 
     Raises the codes of ``events.event_validate`` (EVENT_UNKNOWN_FIELD, EVENT_INVALID_TYPE,
     EVENT_REQUIRED_FIELD_MISSING, EVENT_INVALID_TEXT, EVENT_INVALID_PRIMITIVES,
