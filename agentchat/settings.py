@@ -217,6 +217,12 @@ AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_TH
 AGENTCHAT_MAX_LEASE_SECONDS = float(os.environ.get("AGENTCHAT_MAX_LEASE_SECONDS", "86400"))
 # Path locks: match paths case-insensitively, as on Windows.
 AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE = env_bool("AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE")
+# Path locks: how many held entries of a channel may start with a wildcard (`*.md`, `**/x`, or
+# `.`). Each is compared with every later request's paths, so their number bounds that work
+# (a lock past it: PATH_LOCK_TOO_MANY_PATTERNS).
+AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = int(
+    os.environ.get("AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS", "32")
+)
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -15,6 +15,12 @@ a child process):
   candidate of such a pattern: the one case that grows with the held paths);
 * meanwhile, another agent posting to another channel every 20 ms: its post latency.
 
+Then held patterns anchored at the workspace: another agent holds as many patterns of 16
+wildcards from the first segment on (``*a*b*…*o*x<i>q``) as a channel may
+(AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS), each a candidate of every request, and we lock and
+check 64 concrete paths with long first segments (once refused with
+PATH_LOCK_PATTERN_TOO_COMPLEX: the held patterns' comparisons were paid from our budget).
+
 Then the glob "CPU bomb": 64 patterns such as ``*a*b*c*…*p*x1q`` locked, and a check of 64
 similar ones; the same within the 16-wildcard limit; and 64 patterns crafted to spend the
 whole work budget, with the same poster running (answers and times). Every loop has a count and a
@@ -218,6 +224,53 @@ async def measure_level(
     return result
 
 
+def long_paths(tag: str) -> list[str]:
+    return [f"{'abcdefghijklmnopqrstuvwxyz' * 2}{tag}{j}/f.py" for j in range(PATHS_PER_LOCK)]
+
+
+async def measure_held_patterns(
+    url: str, token: str, holder_token: str, poster_token: str, reps: int
+) -> dict[str, Any]:
+    base = "/api/v1/channels/patterns/locks"
+    sixteen = "".join(f"*{c}" for c in BOMB_LETTERS[:15])
+    result: dict[str, Any] = {}
+    async with RawHttp(url, holder_token) as holder:
+        held = 0
+        while True:  # as many as the channel may hold (the server's setting)
+            status, body = await holder.json("POST", f"{base}/", {"paths": [f"{sixteen}*x{held}q"]})
+            if status != 201:
+                result["held"] = held
+                result["next"] = {"status": status, "code": body["error"]["code"]}
+                break
+            held += 1
+            assert held <= 10_000, "no cap on held root patterns"
+    ops: dict[str, list[float]] = {
+        name: [] for name in ("lock 64 long", "unlock 64 long", "check 64 long", "check 1")
+    }
+    async with RawHttp(url, token) as http, Poster(url, poster_token, "elsewhere") as poster:
+        for rep in range(reps):
+            paths = long_paths(f"r{rep}")
+            status, body = await timed(
+                ops["check 64 long"], http, "POST", f"{base}/check/", {"paths": paths}
+            )
+            assert status == 200 and body["conflicts"] == [], str(body)[:300]
+            status, body = await timed(
+                ops["check 1"], http, "POST", f"{base}/check/", {"paths": [paths[0]]}
+            )
+            assert status == 200 and body["conflicts"] == [], str(body)[:300]
+            status, body = await timed(
+                ops["lock 64 long"], http, "POST", f"{base}/", {"paths": paths}
+            )
+            assert status == 201, str(body)[:300]
+            status, body = await timed(
+                ops["unlock 64 long"], http, "DELETE", f"{base}/{body['lock_id']}/"
+            )
+            assert status == 200, body
+    result.update({name: lat_summary(values) for name, values in ops.items()})
+    result["post elsewhere"] = lat_summary(poster.samples)
+    return result
+
+
 async def measure_bomb(url: str, token: str, poster_token: str) -> dict[str, Any]:
     base = "/api/v1/channels/bomb/locks"
     result: dict[str, Any] = {}
@@ -277,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         tokens = create_tokens(env, ["alice", "bob", "filler"])
         server = Server(env, tmp / "server.log")
         try:
-            for name in ("locks", "elsewhere", "bomb"):
+            for name in ("locks", "elsewhere", "bomb", "patterns"):
                 channel_create(server.url, tokens["alice"], name)
             held = 0
             for level in levels:
@@ -290,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 results["levels"][str(held)] = {"fill_s": fill_s, **measured}
+            results["held_patterns"] = asyncio.run(
+                measure_held_patterns(
+                    server.url, tokens["alice"], tokens["filler"], tokens["bob"], reps
+                )
+            )
             results["bomb"] = asyncio.run(measure_bomb(server.url, tokens["alice"], tokens["bob"]))
             results["server_log_tracebacks"] = server.log_text().count("Traceback")
         finally:
@@ -310,6 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         cells = "".join(f"{fmt(results['levels'][str(level)][name]):>18s}" for level in levels)
         print(f"{name:28s}{cells}")
+    held = results["held_patterns"]
+    print(
+        f"\nAnother agent holds {held['held']} patterns from the first segment on (the next: "
+        f"{held['next']['status']} {held['next']['code']}); 64 concrete paths, p50 / max ms:"
+    )
+    for name, value in held.items():
+        if name not in ("held", "next"):
+            print(f"  {name:26s} {fmt(value)}")
     print("\nGlob patterns, 64 per request (another agent posting meanwhile):")
     for name, value in results["bomb"].items():
         if name == "post elsewhere":

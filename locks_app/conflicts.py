@@ -14,7 +14,11 @@ pattern (anchor ``.``) has every held entry as a candidate, as it may overlap an
 Each candidate is then compared with the requested entries whose anchors it can meet: two
 concrete paths by their strings, anything involving a pattern by ``paths_overlap``, paid from
 the request's ``WorkBudget`` (PATH_LOCK_PATTERN_TOO_COMPLEX past it). Held patterns count
-towards every later request that may overlap them.
+towards every later request that may overlap them, except that a held pattern anchored at the
+workspace (``*.md``), a candidate of every request, is compared with the requested concrete
+paths on an allowance of its own that covers the comparison's cost: how many of those a
+channel may hold is capped instead (``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``,
+PATH_LOCK_TOO_MANY_PATTERNS), so that others' patterns can neither refuse nor stall a request.
 
 A ``ConflictScan`` can run twice: first before the write transaction, where the comparisons
 cost nothing to anyone waiting on the writer; then inside it, where it re-reads the candidate
@@ -33,6 +37,7 @@ from django.db.models import Q
 
 from channels_app.models import Channel
 from locks_app.globs import (
+    MAX_PATTERN_WILDCARDS,
     WorkBudget,
     first_is_globstar,
     first_segments_meet,
@@ -73,6 +78,15 @@ def _concrete_overlap(left: str, right: str) -> bool:
     if WORKSPACE in (left, right) or left == right:
         return True
     return left.startswith(right + "/") or right.startswith(left + "/")
+
+
+def _concrete_allowance(key: str) -> int:
+    """The most ``paths_overlap`` of the concrete ``key`` and one pattern can spend: 1, plus per
+    segment pair 1 and the name's length times one plus the pattern segment's classes (at most
+    ``MAX_PATTERN_WILDCARDS`` in all, ``globs._Segment.match_cost``)."""
+    names = key.split("/")
+    longest = max(len(name) for name in names)
+    return 1 + len(names) + len(key) + MAX_PATTERN_WILDCARDS * longest
 
 
 def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -123,6 +137,18 @@ class ConflictScan:
         self._root = [wanted for wanted in self.wanted if wanted.anchor == WORKSPACE]
         self._first: dict[tuple[int, str], bool] = {}
         self._verdicts: dict[int, bool] = {}  # entry pk -> overlaps a wanted entry
+        # A held pattern anchored at the workspace is a candidate of every request: comparing
+        # it with the requested concrete paths is paid from ``held_budget``, which grows by
+        # ``_held_allowance`` for each such candidate, an upper bound of that comparison's
+        # cost (``_concrete_allowance``). So another agent's patterns never make a request of
+        # concrete paths fail; their number per channel is capped instead
+        # (AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS), which bounds the work.
+        self.held_budget = WorkBudget(0)
+        self._held_allowance = sum(
+            _concrete_allowance(wanted.key)
+            for wanted in self.wanted
+            if not wanted.pattern and wanted.anchor != WORKSPACE
+        )
 
     def _candidates(self) -> list[tuple[int, int, str, str]]:
         """(entry pk, lock pk, normalized path, anchor) of every candidate."""
@@ -248,12 +274,15 @@ class ConflictScan:
         if not self._at and not self._under:
             return False
         held_pattern = is_pattern(key)
+        held_root = held_pattern and anchor == WORKSPACE
         for wanted in self._meets(anchor):
             if not wanted.pattern and not held_pattern:
                 # Both concrete: comparing strings is cheap and bounded by the rows read.
                 if _concrete_overlap(wanted.key, key):
                     return True
-            elif paths_overlap(wanted.key, key, self.budget):
+                continue
+            budget = self.held_budget if held_root and not wanted.pattern else self.budget
+            if paths_overlap(wanted.key, key, budget):
                 return True
         return False
 
@@ -264,6 +293,8 @@ class ConflictScan:
         for pk, lock_pk, path, anchor in self._candidates():
             verdict = self._verdicts.get(pk)
             if verdict is None:
+                if anchor == WORKSPACE and self._held_allowance and is_pattern(path):
+                    self.held_budget.grant(self._held_allowance)
                 verdict = self._verdicts[pk] = self._overlaps(path, anchor)
             if verdict:
                 conflicts.add(lock_pk)

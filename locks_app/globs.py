@@ -75,6 +75,12 @@ class WorkBudget:
         self.left = limit
         self.memo: dict[tuple[str, str], bool] | None = {}
 
+    def grant(self, steps: int) -> None:
+        """Raise the limit by ``steps`` (``locks_app.conflicts``: an allowance per held
+        root-anchored pattern, which the requester does not pay for)."""
+        self.limit += steps
+        self.left += steps
+
     def spend(self, steps: int) -> None:
         self.left -= steps
         if self.left < 0:

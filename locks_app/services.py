@@ -30,6 +30,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from agentchat.core.db import write_atomic
@@ -44,7 +45,14 @@ from locks_app import records, selectors
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry, entry_index_keys, paths_normalize
+from locks_app.paths import (
+    WORKSPACE,
+    PathEntry,
+    anchor_key,
+    entry_index_keys,
+    index_key,
+    paths_normalize,
+)
 from locks_app.records import (
     EVENT_FORCE_RELEASED,
     EVENT_LOCKED,
@@ -125,6 +133,25 @@ def _audit(
     )
 
 
+def _root_patterns_check(channel: Channel, entries: list[PathEntry]) -> None:
+    """Every held entry anchored at the workspace (``.``, ``*.md``, ``**/x``) is a candidate of
+    every later request of the channel, and comparing them is work those requests do
+    (``locks_app.conflicts``): their number per channel is capped. Counted through the key's
+    index, inside the write transaction. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
+    wanted = sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
+    if not wanted:
+        return
+    limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
+    held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)).count()
+    if held + wanted > limit:
+        raise AppError(
+            "PATH_LOCK_TOO_MANY_PATTERNS",
+            f"the channel may hold at most {limit} paths starting with a wildcard; "
+            f"{held} are held: unlock some, or lock patterns with a literal prefix (src/**/*.md)",
+            detail={"held": held, "requested": wanted, "limit": limit},
+        )
+
+
 def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
     key, key_folded = entry_index_keys(lock.channel_id, entry.normalized_path)
     return PathLockEntry(
@@ -169,7 +196,9 @@ def lock_acquire(
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (too
     many wildcards in a path, or comparing the paths takes more than the request's work
     budget), PATH_LOCK_CONFLICT (overlap with an active lock, or between the requested paths),
-    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_INVALID_DURATION.
+    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_TOO_MANY_PATTERNS (the
+    channel holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS`` entries starting with a wildcard),
+    PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
     budget = WorkBudget()
@@ -184,6 +213,7 @@ def lock_acquire(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
+        _root_patterns_check(channel, entries)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,

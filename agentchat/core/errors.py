@@ -133,6 +133,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         400,
         "a path with over 16 wildcards, or globs too costly to compare with the locks held",
     ),
+    (
+        "PATH_LOCK_TOO_MANY_PATTERNS",
+        409,
+        "the channel holds as many patterns starting with a wildcard as it may (a setting)",
+    ),
     # --- capability and status events (the reference's EVENT_* codes, in its check order)
     ("EVENT_INVALID_RECORD", 400, "an event that is not a JSON object"),
     ("EVENT_UNSUPPORTED_VERSION", 400, "schema_version is not the integer 1"),

@@ -910,10 +910,43 @@ def test_patterns_that_would_spend_more_than_the_budget_are_refused(alice, revie
     assert state() == before
 
 
-def test_sixteen_wildcard_patterns_are_compared_exactly(alice, bob, review):
+def test_sixteen_wildcard_patterns_are_compared_exactly(alice, bob, review, settings):
+    settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = 64
     sixteen = "".join(f"*{c}" for c in "abcdefghijklmno")
     held = lock(alice, *[f"{sixteen}*x{i}q" for i in range(64)])
     assert held.status_code == 201
     assert check(bob, *[f"{sixteen}*x{i}r" for i in range(64)]).json() == {"conflicts": []}
     r = check(bob, "abcdefghijklmnox7q")  # a name the seventh pattern matches
     assert [c["lock_id"] for c in r.json()["conflicts"]] == [held.json()["lock_id"]]
+
+
+# Sixteen wildcards from the first segment on: anchored at the workspace, a candidate of every
+# request, and as costly to compare with a name as a held pattern gets.
+HOSTILE = "".join(f"*{c}" for c in "abcdefghijklmno")
+
+
+def test_held_root_patterns_do_not_make_another_agents_request_fail(alice, bob, review):
+    # Issue 9 review: 32 such patterns held once cost each of bob's requests of 64 paths with
+    # long first segments over the whole budget (PATH_LOCK_PATTERN_TOO_COMPLEX).
+    assert lock(alice, *[f"{HOSTILE}*x{i}q" for i in range(32)]).status_code == 201
+    paths = [f"{'abcdefghijklmnopqrstuvwxyz' * 2}{j}/f.py" for j in range(64)]
+    r = check(bob, *paths)
+    assert (r.status_code, r.json()) == (200, {"conflicts": []})
+    r = lock(bob, *paths)
+    assert r.status_code == 201, r.content
+
+
+def test_root_patterns_per_channel_are_capped(alice, bob, review, settings):
+    settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = 3
+    assert lock(alice, "*.md", "*.txt").status_code == 201
+    before = state()
+    r = lock(bob, "*.json", "*.toml", "src/*.py")
+    assert (r.status_code, code(r)) == (409, "PATH_LOCK_TOO_MANY_PATTERNS")
+    assert r.json()["error"]["detail"] == {"held": 2, "requested": 2, "limit": 3}
+    assert state() == before
+    # Patterns with a literal prefix, and concrete paths, are not capped; one more root is.
+    assert lock(bob, "src/*.py", "docs/**/x", "README").status_code == 201
+    assert lock(bob, "*.json").status_code == 201
+    assert code(lock(bob, "*.toml")) == "PATH_LOCK_TOO_MANY_PATTERNS"
+    # A check adds nothing, so it is never refused for it.
+    assert check(bob, "*.toml").status_code == 200

@@ -202,7 +202,9 @@ def test_recovery_excludes_the_lock_itself(channel):
 
 
 def test_the_budget_is_shared_by_the_request_and_the_held_candidates(channel):
-    hold(channel, [f"*x{i}" for i in range(200)])
+    # Held patterns below a literal anchor (those anchored at the workspace have an allowance
+    # of their own, and their number is capped).
+    hold(channel, [f"somewhere/*x{i}" for i in range(200)])
     with pytest.raises(AppError) as exc:
         scan(channel, ["somewhere/deep/file.py"], budget=WorkBudget(500)).run()
     assert exc.value.code == "PATH_LOCK_PATTERN_TOO_COMPLEX"
@@ -238,3 +240,19 @@ def test_long_folded_anchors_are_cut_at_a_segment_and_still_found(channel):
     assert scan(channel, ["/".join([segment] * 2)], folded=True).run() == {pk}
     assert scan(channel, ["/".join([segment] * 3) + "/x"], folded=True).run() == set()
     assert scan(channel, [path + "/x"], folded=False).run() == {pk}
+
+
+def test_held_root_patterns_are_compared_on_their_own_allowance(channel):
+    hostile = "".join(f"*{c}" for c in "abcdefghijklmno")
+    hold(channel, [f"{hostile}*x{i}q" for i in range(32)])
+    wanted = [f"{'abcdefghijklmnopqrstuvwxyz' * 2}{j}/f.py" for j in range(64)]
+    probe = scan(channel, wanted)
+    assert probe.run() == set()
+    # The requester paid for nothing of it (its own paths are compared in paths_normalize);
+    # the allowance covered the comparisons, which did real work.
+    assert probe.budget.left == probe.budget.limit
+    assert 0 < probe.held_budget.limit - probe.held_budget.left <= probe.held_budget.limit
+    # A requested pattern against them is still the requester's work.
+    probe = scan(channel, ["abc*/f.py"])
+    probe.run()
+    assert probe.budget.left < probe.budget.limit
