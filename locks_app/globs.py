@@ -298,11 +298,13 @@ class _Segment:
     __slots__ = (
         "accept",
         "any_mask",
+        "class_intervals",
         "classes",
         "globstar",
         "head",
         "lit_masks",
         "literal",
+        "literals",
         "masks",
         "stars",
         "tail",
@@ -329,6 +331,8 @@ class _Segment:
                 self.classes.append((bit, token[1]))
             else:
                 self.lit_masks[token[1]] = self.lit_masks.get(token[1], 0) | bit
+        self.literals = sum(token[0] == "lit" for token in self.tokens)
+        self.class_intervals = sum(len(intervals) for _, intervals in self.classes)
         self.accept = 1 << len(self.tokens)
         self.head = _literal_run(self.tokens)
         self.tail = _literal_run(reversed(self.tokens))[::-1]
@@ -372,7 +376,8 @@ class _Segment:
         return bool(state & self.accept)
 
     def match_cost(self, name: str) -> int:
-        return 1 + len(name)
+        """Per character, ``char_mask`` looks the character up in each class."""
+        return 1 + len(name) * (1 + len(self.classes))
 
     def intersects(self, other: _Segment) -> bool:
         """Whether two segment patterns share a name. The set of this pattern's positions
@@ -398,9 +403,13 @@ class _Segment:
         return bool(state & self.accept)
 
     def intersect_cost(self, other: _Segment) -> int:
-        per_token = 1 + len(self.classes)
-        per_class = len(self.lit_masks) + len(self.classes)
-        return 1 + len(other.tokens) * per_token + len(other.classes) * per_class
+        """Every token of ``other`` costs a step; a literal one looks its character up in each
+        of this pattern's classes (``char_mask``), a class is compared with each literal and
+        intersected with each class of this one, in time linear in both's intervals
+        (``set_mask``)."""
+        per_class = len(self.lit_masks) + self.class_intervals
+        classes = len(other.classes) * per_class + len(self.classes) * other.class_intervals
+        return 1 + len(other.tokens) + other.literals * len(self.classes) + classes
 
     def ends_compatible(self, other: _Segment) -> bool:
         """A quick necessary condition for sharing a name: the literal heads agree (one

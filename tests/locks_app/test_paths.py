@@ -402,6 +402,19 @@ def test_comparisons_are_paid_from_the_request_budget():
     assert exc.value.detail == {"work_limit": spent - 1}
 
 
+def test_character_classes_are_charged_for_what_they_cost():
+    # Issue 9 review: a name matched by a pattern was charged its length only, though each
+    # character is looked up in every class of the pattern; two classes are intersected in
+    # time linear in their intervals, which was not charged either.
+    budget = WorkBudget(10**7)
+    assert not paths_overlap("[a-c]" * 8 + "*q", "b" * 8 + "x" * 200, budget)
+    assert budget.limit - budget.left >= 208 * 8
+    wide = "[acegikmoqsuwy]"  # 13 intervals
+    budget = WorkBudget(10**7)
+    assert paths_overlap(wide * 8 + "*b1", wide * 8 + "*1b1", budget)
+    assert budget.limit - budget.left >= 8 * 8 * (13 + 13)
+
+
 def test_a_path_may_hold_sixteen_wildcards():
     sixteen = "".join(f"*{c}" for c in "abcdefghijklmno") + "*x"
     assert wildcard_count(sixteen) == 16
