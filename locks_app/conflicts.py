@@ -216,11 +216,18 @@ class ConflictScan:
                 params += [low, high]
             if tail:
                 params.append(self.exclude_lock_pk)
+        # One statement reads one snapshot on either database. On SQLite a transaction here
+        # would be an IMMEDIATE one, i.e. the writer's lock, for a read (a check would queue
+        # behind every write): the statement runs on its own, or in the caller's transaction.
+        # PostgreSQL needs one for SET LOCAL, and a read there takes no writer's lock.
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                cursor.execute(" UNION ALL ".join(branches), params)
+                return [tuple(row) for row in cursor.fetchall()]
         with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # The probes find a handful of rows; without statistics PostgreSQL planned
-                # the union in parallel, and starting its workers cost 25 ms here.
-                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            # The probes find a handful of rows; without statistics PostgreSQL planned the
+            # union in parallel, and starting its workers cost 25 ms here.
+            cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
             cursor.execute(" UNION ALL ".join(branches), params)
             return [tuple(row) for row in cursor.fetchall()]
 

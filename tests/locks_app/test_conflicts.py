@@ -256,3 +256,51 @@ def test_held_root_patterns_are_compared_on_their_own_allowance(channel):
     probe = scan(channel, ["abc*/f.py"])
     probe.run()
     assert probe.budget.left < probe.budget.limit
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_check_does_not_queue_behind_a_writer():
+    # Issue 9 review: the probe ran in transaction.atomic(), which on SQLite is BEGIN
+    # IMMEDIATE, the writer's lock: a read-only check waited for every write transaction.
+    import threading
+
+    from django.db import connection, connections, transaction
+
+    channel = Channel.objects.create(name="busy")
+    hold(channel, ["src/a.py"])
+    holding, done = threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                Channel.objects.filter(pk=channel.pk).update(topic="writing")
+                holding.set()
+                assert done.wait(30)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+            holding.set()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        assert not failures
+        timeout = None
+        if connection.vendor == "sqlite":
+            with connection.cursor() as cursor:  # fail fast instead of the 20 s busy wait
+                timeout = cursor.execute("PRAGMA busy_timeout").fetchone()[0]
+                cursor.execute("PRAGMA busy_timeout = 200")
+        try:
+            conflicts = selectors.lock_check(channel=channel, paths=["src", "docs/x"])
+        finally:
+            if timeout is not None:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+        assert [c["paths"][0]["normalized_path"] for c in conflicts] == ["src/a.py"]
+    finally:
+        done.set()
+        thread.join(30)
+    assert not failures
