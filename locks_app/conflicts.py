@@ -21,9 +21,11 @@ channel may hold is capped instead (``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``,
 PATH_LOCK_TOO_MANY_PATTERNS), so that others' patterns can neither refuse nor stall a request.
 
 A ``ConflictScan`` can run twice: first before the write transaction, where the comparisons
-cost nothing to anyone waiting on the writer; then inside it, where it re-reads the candidate
-ids and compares only the entries that appeared in between (an entry's path never changes
-under its id). Case-insensitive matching uses ``index_key_folded`` and folded match keys.
+cost nothing to anyone waiting on the writer; then inside it, where it reads only the entries
+written in between (a range of the primary key) and checks that the locks found still exist,
+so the work inside the writer's lock is bounded by what was written meanwhile. A request
+probes at most ``MAX_PROBES`` keys. Case-insensitive matching uses ``index_key_folded`` and
+folded match keys.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import TypeVar
 from django.db import connection, transaction
 from django.db.models import Q
 
+from agentchat.core.errors import AppError
 from channels_app.models import Channel
 from locks_app.globs import (
     MAX_PATTERN_WILDCARDS,
@@ -44,12 +47,14 @@ from locks_app.globs import (
     is_pattern,
     paths_overlap,
 )
-from locks_app.models import PathLockEntry
+from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import WORKSPACE, PathEntry, anchor_key, index_key, match_key
 
 # SELECTs per UNION ALL: SQLite allows 500 terms in a compound SELECT, and each has 3-4 bound
 # parameters (SQLite allows 32,766).
 PROBES_PER_QUERY = 200
+# Index probes per request: 64 paths 15 segments deep in distinct folders; ten queries.
+MAX_PROBES = 2000
 T = TypeVar("T")
 
 
@@ -137,6 +142,10 @@ class ConflictScan:
         self._root = [wanted for wanted in self.wanted if wanted.anchor == WORKSPACE]
         self._first: dict[tuple[int, str], bool] = {}
         self._verdicts: dict[int, bool] = {}  # entry pk -> overlaps a wanted entry
+        self._hits: dict[int, int] = {}  # entry pk -> lock pk, of the overlapping entries
+        self._seen: int | None = None  # the greatest entry pk read
+        has_root = any(wanted.anchor == WORKSPACE for wanted in self.wanted)
+        self._probes = None if has_root else self._probe_list()
         # A held pattern anchored at the workspace is a candidate of every request: comparing
         # it with the requested concrete paths is paid from ``held_budget``, which grows by
         # ``_held_allowance`` for each such candidate, an upper bound of that comparison's
@@ -150,32 +159,58 @@ class ConflictScan:
             if not wanted.pattern and wanted.anchor != WORKSPACE
         )
 
+    def _probe_list(self) -> list[tuple[str, str | None]]:
+        """The index probes of a request without a workspace-anchored entry: each
+        ancestor-or-self of a requested anchor (equality), and below each (a range).
+        Raises PATH_LOCK_PATTERN_TOO_COMPLEX past ``MAX_PROBES``."""
+        anchors = sorted({wanted.anchor for wanted in self.wanted})
+        key = self._prefix
+        probes: list[tuple[str, str | None]] = [
+            (key + ancestor, None)
+            for ancestor in sorted({a for anchor in anchors for a in _ancestors_or_self(anchor)})
+        ]
+        probes += [(f"{key}{anchor}/", f"{key}{anchor}0") for anchor in anchors]
+        if len(probes) > MAX_PROBES:
+            raise AppError(
+                "PATH_LOCK_PATTERN_TOO_COMPLEX",
+                f"these paths need {len(probes)} index lookups, more than {MAX_PROBES}: "
+                "lock fewer or shallower paths per request",
+                detail={"probes": len(probes), "limit": MAX_PROBES},
+            )
+        return probes
+
     def _candidates(self) -> list[tuple[int, int, str, str]]:
         """(entry pk, lock pk, normalized path, anchor) of every candidate."""
-        anchors = sorted({wanted.anchor for wanted in self.wanted})
-        if WORKSPACE in anchors:
+        if self._probes is None:
             rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
             if self.exclude_lock_pk is not None:
                 rows = rows.exclude(lock_id=self.exclude_lock_pk)
             found = rows.values_list("pk", "lock_id", "normalized_path", self.field)
         else:
-            key = self._prefix
-            probes: list[tuple[str, str | None]] = [
-                (key + ancestor, None)
-                for ancestor in sorted(
-                    {a for anchor in anchors for a in _ancestors_or_self(anchor)}
-                )
-            ]
-            probes += [(f"{key}{anchor}/", f"{key}{anchor}0") for anchor in anchors]
             # An entry can answer two probes (equal to one ancestor, below another anchor).
             unique = {
                 row[0]: row
-                for chunk in _chunks(probes, PROBES_PER_QUERY)
+                for chunk in _chunks(self._probes, PROBES_PER_QUERY)
                 for row in self._probe(chunk)
             }
             found = list(unique.values())
         skip = len(self._prefix)
         return [(pk, lock_pk, path, stored[skip:]) for pk, lock_pk, path, stored in found]
+
+    def _since(self, seen: int) -> list[tuple[int, int, str, str]]:
+        """(entry pk, lock pk, normalized path, anchor) of every entry of the channel written
+        after the entry ``seen`` (a candidate read earlier), candidate or not (``_overlaps``
+        is exact either way): one range of the primary key, as small as what was written in
+        between. Read as a range of the key alone, so that no planner scans the channel's
+        entries for it; other channels' rows in the range are dropped here."""
+        rows = PathLockEntry.objects.filter(pk__gt=seen).order_by()
+        found = rows.values_list("pk", "lock_id", "channel_id", "normalized_path", self.field)
+        skip = len(self._prefix)
+        return [
+            (pk, lock_pk, path, stored[skip:])
+            for pk, lock_pk, channel_pk, path, stored in found
+            if channel_pk == self.channel.pk and lock_pk != self.exclude_lock_pk
+        ]
 
     def _probe(self, probes: Sequence[tuple[str, str | None]]) -> list[tuple[int, int, str, str]]:
         """The entries whose key equals ``low`` (``high`` None) or lies in [low, high), for each
@@ -294,15 +329,35 @@ class ConflictScan:
         return False
 
     def run(self) -> set[int]:
-        """The pks of the locks holding an overlapping entry now. Entries compared by an
-        earlier run are not compared again. Raises PATH_LOCK_PATTERN_TOO_COMPLEX."""
-        conflicts: set[int] = set()
-        for pk, lock_pk, path, anchor in self._candidates():
+        """The pks of the locks holding an overlapping entry now. The first run reads the
+        candidates; a later one reads only the entries written since (``_since``) and checks
+        that the locks found before still exist (an entry's path never changes under its
+        lock, and a recovery keeps the entries). Entries are compared once.
+
+        Why the entries written since are those with a greater pk: every writer of a
+        channel's entries first serializes on the channel (``services._serialize_channel``;
+        on SQLite the writer is global), and takes its pks under it. So an entry that the
+        first read did not see was written by a transaction holding the channel after every
+        writer of an entry it saw, with greater pks. Raises PATH_LOCK_PATTERN_TOO_COMPLEX."""
+        if self._seen is None:
+            rows = self._candidates()
+        else:
+            rows = self._since(self._seen)
+            if self._hits:
+                alive = set(
+                    PathLock.objects.filter(pk__in=set(self._hits.values())).values_list(
+                        "pk", flat=True
+                    )
+                )
+                self._hits = {pk: lock for pk, lock in self._hits.items() if lock in alive}
+        for pk, lock_pk, path, anchor in rows:
+            if self._seen is None or pk > self._seen:
+                self._seen = pk
             verdict = self._verdicts.get(pk)
             if verdict is None:
                 if anchor == WORKSPACE and self._held_allowance and is_pattern(path):
                     self.held_budget.grant(self._held_allowance)
                 verdict = self._verdicts[pk] = self._overlaps(path, anchor)
             if verdict:
-                conflicts.add(lock_pk)
-        return conflicts
+                self._hits[pk] = lock_pk
+        return set(self._hits.values())

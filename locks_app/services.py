@@ -205,7 +205,7 @@ def lock_acquire(
     entries = paths_normalize(paths, case_insensitive=selectors.case_insensitive(), budget=budget)
     scan = selectors.lock_conflict_scan(channel=channel, entries=entries, budget=budget)
     # The comparisons against what is held now happen here, outside the write transaction;
-    # inside, the scan re-reads the candidates and compares only what appeared since.
+    # inside, the scan reads only the entries written since (a range of the primary key).
     scan.run()
     with write_atomic():
         _serialize_channel(channel)

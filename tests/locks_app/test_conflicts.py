@@ -304,3 +304,34 @@ def test_a_check_does_not_queue_behind_a_writer():
         done.set()
         thread.join(30)
     assert not failures
+
+
+def test_the_second_run_reads_only_the_entries_written_since(channel):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    held = hold(channel, [f"src/d{i}/f.py" for i in range(300)])
+    probe = scan(channel, ["src"])
+    assert probe.run() == set(held)
+    with CaptureQueriesContext(connection) as queries:
+        again = probe.run()
+    assert again == set(held)
+    [entries] = [q["sql"] for q in queries.captured_queries if "pathlockentry" in q["sql"]]
+    assert "index_key" not in entries.split("WHERE")[1]  # a range of the pk, no probe
+    seen = probe._seen
+    assert probe._since(seen) == []
+    other = Channel.objects.create(name="other")
+    hold(other, ["src/x.py"])  # another channel's write is read, and dropped
+    added = hold(channel, ["src/new.py", "docs/a.md"])
+    assert [row[2] for row in probe._since(seen)] == ["src/new.py", "docs/a.md"]
+    assert probe.run() == set(held) | {pk for pk, paths in added.items() if paths[0][0] == "s"}
+
+
+def test_the_index_probes_of_a_request_are_bounded():
+    # "." once, 40 ancestors-or-self and one range below, of each of 64 paths
+    deep = ["/".join(f"p{j}s{k}" for k in range(40)) for j in range(64)]
+    with pytest.raises(AppError) as exc:
+        scan(Channel(pk=1, name="x"), deep)
+    assert exc.value.code == "PATH_LOCK_PATTERN_TOO_COMPLEX"
+    assert exc.value.detail == {"probes": 1 + 64 * 41, "limit": 2000}
+    scan(Channel(pk=1, name="x"), deep[:40])  # 1 + 40 x 41 = 1,641
