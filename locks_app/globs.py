@@ -189,12 +189,20 @@ def _has_segment_char(intervals: Intervals) -> bool:
     return any(not (low == high == _SLASH) for low, high in intervals)
 
 
-@lru_cache(maxsize=8192)
+# The compiled forms are cached per process, shared by every request: distinct hostile
+# patterns would otherwise grow it (~450 MB was seen with 8,192 compiled segments of 128
+# characters, each keeping 512 character masks). Bounded in entries and in what an entry keeps:
+# CACHE_SEGMENTS segments, CACHE_CHAR_MASKS masks each (tests/locks_app/test_paths.py measures
+# the worst case).
+CACHE_SEGMENTS = 1024
+CACHE_CHAR_MASKS = 64
+
+
 def _tokens(segment: str) -> tuple[tuple[Any, ...], ...]:
     return _tokenize(segment)[0]
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CACHE_SEGMENTS)
 def _tokenize(segment: str) -> tuple[tuple[tuple[Any, ...], ...], str | None]:
     """(tokens, problem): a reversed range such as ``[z-a]`` matches nothing and is reported
     as a problem (validation refuses it); parsing itself never fails."""
@@ -351,7 +359,7 @@ class _Segment:
             for bit, intervals in self.classes:
                 if _char_in(intervals, code):
                     mask |= bit
-            if len(self.masks) < 512:
+            if len(self.masks) < CACHE_CHAR_MASKS:
                 self.masks[char] = mask
         return mask
 
@@ -435,7 +443,7 @@ def _compatible(left: str, right: str, *, prefix: bool) -> bool:
     return left.endswith(right) or right.endswith(left)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CACHE_SEGMENTS)
 def _segment(text: str) -> _Segment:
     return _Segment(text)
 

@@ -415,6 +415,33 @@ def test_character_classes_are_charged_for_what_they_cost():
     assert budget.limit - budget.left >= 8 * 8 * (13 + 13)
 
 
+def test_the_compiled_pattern_caches_are_bounded_in_memory():
+    # Issue 9 review: distinct hostile patterns grew the process-wide caches (~450 MB seen):
+    # 8,192 compiled segments each keeping up to 512 character masks.
+    import tracemalloc
+
+    from locks_app import globs
+
+    globs._segment.cache_clear()
+    globs._tokenize.cache_clear()
+    classes = "".join(f"[{chr(0x4E00 + 2 * k)}-{chr(0x4E01 + 2 * k)}]" for k in range(15))
+    names = ["".join(chr(0x5000 + 211 * n + k) for k in range(200)) for n in range(2)]
+    tracemalloc.start()
+    try:
+        for i in range(globs.CACHE_SEGMENTS + 100):
+            pattern = f"*{classes}{i:05d}"[: globs.MAX_PATTERN_SEGMENT_CHARS]
+            for name in names:
+                segment_matches(pattern, name)
+        grown, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert globs._segment.cache_info().currsize == globs.CACHE_SEGMENTS
+    assert globs._tokenize.cache_info().currsize <= globs.CACHE_SEGMENTS
+    assert max(len(globs._segment(f"*{classes}{i:05d}").masks) for i in range(5)) <= 64
+    # ~20 KB per compiled segment at most: 1,024 of them in well under 64 MB.
+    assert grown < 32_000_000, grown
+
+
 def test_a_path_may_hold_sixteen_wildcards():
     sixteen = "".join(f"*{c}" for c in "abcdefghijklmno") + "*x"
     assert wildcard_count(sixteen) == 16
