@@ -81,18 +81,26 @@ def dependencies_check(
                 detail={"task_id": task_id, "dependency": dependency},
             )
     graph = {**edges, task_id: depends_on}
-    # Depth-first from task_id; a path back to it is the cycle.
-    stack: list[tuple[str, list[str]]] = [(task_id, [task_id])]
-    seen: set[str] = set()
+    # Depth-first from task_id, iteratively; a path back to it is the cycle. Each node is
+    # entered once and remembers who reached it, so the walk and the cycle it reports are
+    # linear in the graph (carrying each node's path along was quadratic on a long chain).
+    parent: dict[str, str] = {}
+    stack = [task_id]
     while stack:
-        node, path = stack.pop()
+        node = stack.pop()
         for target in graph.get(node, ()):
             if target == task_id:
+                cycle = [task_id]
+                while node != task_id:
+                    cycle.append(node)
+                    node = parent[node]
+                cycle.append(task_id)
+                cycle[1:-1] = reversed(cycle[1:-1])
                 raise AppError(
                     "TASK_DEPENDENCY_CYCLE",
                     f"dependency cycle includes task {task_id}",
-                    detail={"task_id": task_id, "cycle": [*path, task_id]},
+                    detail={"task_id": task_id, "cycle": cycle},
                 )
-            if target not in seen:
-                seen.add(target)
-                stack.append((target, [*path, target]))
+            if target not in parent:
+                parent[target] = node
+                stack.append(target)
