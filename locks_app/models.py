@@ -79,8 +79,10 @@ class PathLockEntry(models.Model):
     normalized_path = models.CharField(max_length=1024)
     display_path = models.CharField(max_length=1024)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.FILE)
-    index_key = models.TextField(default="")
-    index_key_folded = models.TextField(default="")
+    # No default: every writer sets both (``locks_app.paths.entry_index_keys``); an entry
+    # without its keys would never conflict.
+    index_key = models.TextField()
+    index_key_folded = models.TextField()
 
     class Meta:
         ordering = ["lock_id", "position"]
