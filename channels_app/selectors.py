@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
@@ -46,6 +47,16 @@ def channel_visible(channel: Channel, viewer: str) -> bool:
     browser session without a linked agent (agentchat.core.scope), which is never on a roster
     (members are agent names, which cannot contain ':')."""
     return _visible(channel.visibility, channel.members, viewer)
+
+
+def channels_refusing_owner(owner: str, channels: Iterable[Channel]) -> str | None:
+    """Why ``owner`` may not be given a lease or lock in these channels (the admin's
+    recoveries name any owner): a members-only channel whose roster lacks them, to whom it
+    does not exist. None when every channel is visible to them."""
+    hidden = sorted({channel.name for channel in channels if not channel_visible(channel, owner)})
+    if not hidden:
+        return None
+    return f"{owner} is not a member of the members-only channel(s) {', '.join(hidden)}"
 
 
 def _visible(visibility: str, members: Any, viewer: str) -> bool:

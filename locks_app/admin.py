@@ -8,14 +8,20 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from agentchat.core.admin_actions import (
+    ReasonForm,
+    confirm_page,
+    owner_exists_check,
+    seen_parse,
+)
 from agentchat.core.errors import AppError
 from agentchat.core.services import admin_actor
+from channels_app.selectors import channels_refusing_owner
 from locks_app import selectors, services
 from locks_app.models import PathLock, PathLockEntry
 
@@ -47,25 +53,31 @@ class PathLockEntryInline(admin.TabularInline):
         return False
 
 
-class RecoverForm(forms.Form):
+class RecoverForm(ReasonForm):
     # Not stripped: the service judges names and reasons, with its own codes.
     owner = forms.CharField(
         max_length=64, strip=False, help_text="the agent that takes the lock over"
     )
-    reason = forms.CharField(
-        max_length=services.REASON_MAX, strip=False, help_text="recorded on the lock"
-    )
     lease_seconds = forms.FloatField(
         initial=services.DEFAULT_LEASE_SECONDS, help_text="the new lease, in seconds"
     )
+    field_order = ["owner", "reason", "lease_seconds"]
+
+    def clean_owner(self) -> str:
+        return owner_exists_check(self.cleaned_data["owner"])
 
 
-class ForceReleaseForm(forms.Form):
-    reason = forms.CharField(
-        max_length=services.REASON_MAX,
-        strip=False,
-        help_text="why the lock is released without its owner (recorded in the audit message)",
-    )
+RECOVER_INTRO = (
+    "Only expired locks can be recovered. The new owner gets a fresh lease; the previous "
+    "owner, expiry and your reason are recorded on the lock and in a path.lock.recovered "
+    "audit message. A lock that changed since this page was shown is left alone."
+)
+FORCE_RELEASE_INTRO = (
+    "Break glass: the selected locks are removed, active or expired, whoever owns them. Each "
+    "release posts a path.lock.force_released audit message, sent by you, with the lock as it "
+    "was and your reason. Prefer asking the owner to unlock, or recovering an expired lock. A "
+    "lock that changed since this page was shown is left alone."
+)
 
 
 @admin.register(PathLock)
@@ -117,72 +129,104 @@ class PathLockAdmin(admin.ModelAdmin):
             return format_html('<strong style="color:#ba2121">{}</strong>', "EXPIRED")
         return "active"
 
+    def _page(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[PathLock],
+        form: forms.Form,
+        **labels: str,
+    ) -> TemplateResponse:
+        items = [
+            (lock.pk, f"{lock.lock_id} in {lock.channel.name}", lock.owner, lock.expires_at)
+            for lock in queryset.select_related("channel")
+        ]
+        return confirm_page(self, request, items=items, form=form, **labels)
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[PathLock], act: Any, done: str
+    ) -> None:
+        """``act(lock, seen)`` for each selected lock, as the page showed it."""
+        count = 0
+        for lock in queryset.select_related("channel"):
+            seen = seen_parse(request, lock.pk)
+            if seen is None:
+                self.message_user(
+                    request, f"{lock.lock_id}: not shown on the page; look again", messages.ERROR
+                )
+                continue
+            try:
+                act(lock, seen)
+                count += 1
+            except AppError as exc:
+                self.message_user(
+                    request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
+                )
+        if count:
+            self.message_user(request, f"{done} {count} lock(s).", messages.SUCCESS)
+
     @admin.action(description="Recover stale lock", permissions=["recover"])
     def recover_stale_lock(
         self, request: HttpRequest, queryset: QuerySet[PathLock]
     ) -> HttpResponse | None:
         form = RecoverForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
-            recovered = 0
-            for lock in queryset.select_related("channel"):
-                try:
-                    services.lock_recover(
+            owner = form.cleaned_data["owner"]
+            refused = channels_refusing_owner(owner, [lock.channel for lock in queryset])
+            if refused:
+                form.add_error("owner", refused)
+            else:
+                self._each(
+                    request,
+                    queryset,
+                    lambda lock, seen: services.lock_recover(
                         channel=lock.channel,
-                        owner=form.cleaned_data["owner"],
+                        owner=owner,
                         reason=form.cleaned_data["reason"],
                         lock_id=lock.lock_id,
                         lease_seconds=form.cleaned_data["lease_seconds"],
                         actor=admin_actor(request.user),
-                    )
-                    recovered += 1
-                except AppError as exc:
-                    self.message_user(
-                        request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
-                    )
-            if recovered:
-                self.message_user(request, f"Recovered {recovered} lock(s).", messages.SUCCESS)
-            return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Recover stale locks",
-            "opts": self.model._meta,
-            "locks": queryset.select_related("channel"),
-            "form": form,
-            "action_checkbox_name": ACTION_CHECKBOX_NAME,
-            "action": "recover_stale_lock",
-        }
-        return TemplateResponse(request, "admin/locks_app/pathlock/recover.html", context)
+                        expected_owner=seen.owner,
+                        expected_expires_at=seen.expires_at,
+                    ),
+                    "Recovered",
+                )
+                return None
+        return self._page(
+            request,
+            queryset,
+            form,
+            action="recover_stale_lock",
+            title="Recover stale locks",
+            intro=RECOVER_INTRO,
+            submit="Recover",
+        )
 
     @admin.action(description="Force release (break glass)", permissions=["recover"])
     def force_release(
         self, request: HttpRequest, queryset: QuerySet[PathLock]
     ) -> HttpResponse | None:
-        form = ForceReleaseForm(request.POST if "apply" in request.POST else None)
+        form = ReasonForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
-            released = 0
-            for lock in queryset.select_related("channel"):
-                try:
-                    services.lock_force_release(
-                        channel=lock.channel,
-                        lock_id=lock.lock_id,
-                        actor=admin_actor(request.user),
-                        reason=form.cleaned_data["reason"],
-                    )
-                    released += 1
-                except AppError as exc:
-                    self.message_user(
-                        request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
-                    )
-            if released:
-                self.message_user(request, f"Released {released} lock(s).", messages.SUCCESS)
+            self._each(
+                request,
+                queryset,
+                lambda lock, seen: services.lock_force_release(
+                    channel=lock.channel,
+                    lock_id=lock.lock_id,
+                    actor=admin_actor(request.user),
+                    reason=form.cleaned_data["reason"],
+                    expected_owner=seen.owner,
+                    expected_expires_at=seen.expires_at,
+                ),
+                "Released",
+            )
             return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Force-release locks",
-            "opts": self.model._meta,
-            "locks": queryset.select_related("channel"),
-            "form": form,
-            "action_checkbox_name": ACTION_CHECKBOX_NAME,
-            "action": "force_release",
-        }
-        return TemplateResponse(request, "admin/locks_app/pathlock/force_release.html", context)
+        return self._page(
+            request,
+            queryset,
+            form,
+            action="force_release",
+            title="Force-release locks",
+            intro=FORCE_RELEASE_INTRO,
+            submit="Force release",
+        )

@@ -38,7 +38,7 @@ from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from agentchat.core.paths import safe_text
 from agentchat.core.records import expiry_after
-from agentchat.core.validation import text_check
+from agentchat.core.validation import reason_check
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
@@ -61,7 +61,6 @@ from locks_app.records import (
 )
 
 DEFAULT_LEASE_SECONDS = 300.0
-REASON_MAX = 1000
 DURATION_CODE = "PATH_LOCK_INVALID_DURATION"
 
 
@@ -71,23 +70,9 @@ def lock_owner_check(owner: Any) -> str:
 
 
 def lock_reason_check(reason: Any) -> str:
-    """A recovery or force-release reason. The reference's rule for path locks (not blank, no
-    C0/DEL/C1 control character or lone surrogate), as a one-line field (so also no U+2028 or
-    U+2029), and at most ``REASON_MAX`` characters. Raises PATH_LOCK_INVALID_REASON."""
-    if reason is None:
-        raise AppError(
-            "PATH_LOCK_INVALID_REASON",
-            "reason must not be empty",
-            detail={"field": "reason"},
-        )
-    return text_check(
-        reason,
-        field="reason",
-        code="PATH_LOCK_INVALID_REASON",
-        single_line=True,
-        max_chars=REASON_MAX,
-        allow_empty=False,
-    )
+    """A recovery or force-release reason (``agentchat.core.validation.reason_check``).
+    Raises PATH_LOCK_INVALID_REASON."""
+    return reason_check(reason, code="PATH_LOCK_INVALID_REASON")
 
 
 def _serialize_channel(channel: Channel) -> None:
@@ -178,6 +163,24 @@ def _entries_create(lock: PathLock, entries: list[PathEntry]) -> None:
             "lock request overlaps an active lock",
             detail={"paths": [entry.to_dict() for entry in entries]},
         ) from None
+
+
+def _seen_check(lock: PathLock, owner: str | None, expires_at: datetime | None) -> None:
+    """The admin's compare-and-set: act only on the lock as it was shown (owner and expiry),
+    not on whoever holds it by the time the form is posted. Raises PATH_LOCK_CONFLICT."""
+    if owner is None and expires_at is None:
+        return
+    if (lock.owner, lock.expires_at) != (owner, expires_at):
+        raise AppError(
+            "PATH_LOCK_CONFLICT",
+            f"lock {lock.lock_id} changed since it was shown: now owned by {lock.owner}, "
+            f"expiring {records.lock_timestamp(lock.expires_at)}; look again",
+            detail={
+                "lock_id": lock.lock_id,
+                "owner": lock.owner,
+                "expires_at": records.lock_timestamp(lock.expires_at),
+            },
+        )
 
 
 def _reload(lock: PathLock) -> PathLock:
@@ -285,6 +288,8 @@ def lock_recover(
     lock_id: str | None = None,
     path: str | None = None,
     lease_seconds: Any = DEFAULT_LEASE_SECONDS,
+    expected_owner: str | None = None,
+    expected_expires_at: datetime | None = None,
 ) -> PathLock:
     """Give an expired lock to ``owner`` with a fresh lease, keeping its id and paths and
     recording the previous owner, previous expiry and the reason; posts
@@ -295,7 +300,9 @@ def lock_recover(
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_REASON (checked before expiry, as in the
     reference), PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND, PATH_LOCK_NOT_STALE (still
     active), PATH_LOCK_CONFLICT / PATH_LOCK_RECOVERY_REQUIRED (another record overlaps its
-    paths), PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_INVALID_DURATION.
+    paths, or, when ``expected_owner`` / ``expected_expires_at`` are given (the admin: what it
+    was shown), the lock is no longer as expected), PATH_LOCK_PATTERN_TOO_COMPLEX,
+    PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
     reason = lock_reason_check(reason)
@@ -311,6 +318,7 @@ def lock_recover(
     with write_atomic():
         _serialize_channel(channel)
         lock = _target(channel, lock_id, path)
+        _seen_check(lock, expected_owner, expected_expires_at)
         now = selectors.lock_now()
         if not records.lock_is_expired(lock, now):
             raise AppError(
@@ -356,7 +364,13 @@ def lock_recover(
 
 
 def lock_force_release(
-    *, channel: Channel, lock_id: str, actor: str, reason: Any
+    *,
+    channel: Channel,
+    lock_id: str,
+    actor: str,
+    reason: Any,
+    expected_owner: str | None = None,
+    expected_expires_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The admin's break-glass release: remove a lock, active or expired, whoever owns it.
     Posts ``path.lock.force_released`` sent by ``actor`` (``admin_actor`` of the admin), its
@@ -364,12 +378,14 @@ def lock_force_release(
     returns the record as it was.
 
     Raises PATH_LOCK_INVALID_REASON, PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND,
-    PATH_LOCK_CONFLICT (changed concurrently).
+    PATH_LOCK_CONFLICT (changed concurrently, or no longer owned by ``expected_owner`` until
+    ``expected_expires_at`` when they are given: what the admin was shown).
     """
     reason = lock_reason_check(reason)
     with write_atomic():
         _serialize_channel(channel)
         lock = selectors.lock_get(channel=channel, lock_id=lock_id)
+        _seen_check(lock, expected_owner, expected_expires_at)
         record = records.lock_to_dict(lock)
         deleted, _ = PathLock.objects.filter(
             pk=lock.pk, owner=lock.owner, expires_at=lock.expires_at

@@ -10,15 +10,22 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from agentchat.core import clock
+from agentchat.core.admin_actions import (
+    ReasonForm,
+    Seen,
+    confirm_page,
+    owner_exists_check,
+    seen_parse,
+)
 from agentchat.core.errors import AppError
 from agentchat.core.services import admin_actor
+from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency
 
@@ -103,21 +110,17 @@ class ExpiredFilter(admin.SimpleListFilter):
         return queryset
 
 
-class RecoverLeaseForm(forms.Form):
+class RecoverLeaseForm(ReasonForm):
     owner = forms.CharField(
         label="New owner", max_length=64, help_text="the agent that takes the task over"
     )
-    reason = forms.CharField(label="Reason", max_length=1000, help_text="recorded with the lease")
     lease_seconds = forms.FloatField(
         label="Lease seconds", initial=services.DEFAULT_LEASE_SECONDS, required=False
     )
+    field_order = ["owner", "reason", "lease_seconds"]
 
-
-class ForceReleaseForm(forms.Form):
-    # Not stripped: the service judges the reason, with its own code.
-    reason = forms.CharField(
-        label="Reason", max_length=1000, strip=False, help_text="recorded with the release"
-    )
+    def clean_owner(self) -> str:
+        return owner_exists_check(self.cleaned_data["owner"])
 
 
 RECOVER_INTRO = (
@@ -152,31 +155,36 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
         return request.user.has_perm("tasks_app.change_lease")
 
     def _form_page(
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Lease],
-        form: forms.Form,
-        *,
-        action: str,
-        title: str,
-        intro: str,
-        submit: str,
+        self, request: HttpRequest, queryset: QuerySet[Lease], form: forms.Form, **labels: str
     ) -> TemplateResponse:
-        return TemplateResponse(
-            request,
-            "admin/tasks_app/lease/lease_action.html",
-            {
-                **self.admin_site.each_context(request),
-                "title": title,
-                "opts": self.model._meta,
-                "leases": queryset,
-                "form": form,
-                "action_checkbox_name": ACTION_CHECKBOX_NAME,
-                "action": action,
-                "intro": intro,
-                "submit": submit,
-            },
-        )
+        items = [
+            (
+                lease.pk,
+                f"{lease.task.channel.name} / {lease.task.task_id}",
+                lease.owner,
+                lease.lease_expires_at,
+            )
+            for lease in queryset.select_related("task", "task__channel")
+        ]
+        return confirm_page(self, request, items=items, form=form, **labels)
+
+    def _each(self, request: HttpRequest, queryset: QuerySet[Lease], act: Any) -> None:
+        """``act(lease, seen)`` for each selected lease, as the page showed it; reports."""
+        for lease in queryset.select_related("task", "task__channel"):
+            task = lease.task
+            where = f"{task.channel.name}/{task.task_id}"
+            seen = seen_parse(request, lease.pk)
+            if seen is None:
+                self.message_user(
+                    request, f"{where}: not shown on the page; look again", messages.ERROR
+                )
+                continue
+            try:
+                done = act(lease, seen)
+            except AppError as exc:
+                self.message_user(request, f"{where}: {exc.code}: {exc.message}", messages.ERROR)
+            else:
+                self.message_user(request, f"{where}: {done}", messages.SUCCESS)
 
     @admin.action(description="Recover stale lease", permissions=["recover"])
     def recover_stale_lease(
@@ -184,8 +192,14 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
     ) -> HttpResponse | None:
         form = RecoverLeaseForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
-            self._recover(request, queryset, form.cleaned_data)
-            return None
+            data = form.cleaned_data
+            channels = [lease.task.channel for lease in queryset.select_related("task__channel")]
+            refused = channels_refusing_owner(data["owner"], channels)
+            if refused:
+                form.add_error("owner", refused)
+            else:
+                self._recover(request, queryset, data)
+                return None
         return self._form_page(
             request,
             queryset,
@@ -202,35 +216,27 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
         lease_seconds = data.get("lease_seconds")
         if lease_seconds is None:
             lease_seconds = services.DEFAULT_LEASE_SECONDS
-        for lease in queryset.select_related("task", "task__channel"):
-            task = lease.task
-            try:
-                services.lease_recover(
-                    channel=task.channel,
-                    task_id=task.task_id,
-                    actor=admin_actor(request.user),
-                    owner=data["owner"],
-                    reason=data["reason"],
-                    lease_seconds=lease_seconds,
-                )
-            except AppError as exc:
-                self.message_user(
-                    request,
-                    f"{task.channel.name}/{task.task_id}: {exc.code}: {exc.message}",
-                    messages.ERROR,
-                )
-            else:
-                self.message_user(
-                    request,
-                    f"{task.channel.name}/{task.task_id}: recovered for {data['owner']}",
-                    messages.SUCCESS,
-                )
+
+        def act(lease: Lease, seen: Seen) -> str:
+            services.lease_recover(
+                channel=lease.task.channel,
+                task_id=lease.task.task_id,
+                actor=admin_actor(request.user),
+                owner=data["owner"],
+                reason=data["reason"],
+                lease_seconds=lease_seconds,
+                expected_owner=seen.owner,
+                expected_expires_at=seen.expires_at,
+            )
+            return f"recovered for {data['owner']}"
+
+        self._each(request, queryset, act)
 
     @admin.action(description="Force release lease (break-glass)", permissions=["recover"])
     def force_release_lease(
         self, request: HttpRequest, queryset: QuerySet[Lease]
     ) -> HttpResponse | None:
-        form = ForceReleaseForm(request.POST if "apply" in request.POST else None)
+        form = ReasonForm(request.POST if "apply" in request.POST else None)
         if not ("apply" in request.POST and form.is_valid()):
             return self._form_page(
                 request,
@@ -241,27 +247,19 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
                 intro=FORCE_RELEASE_INTRO,
                 submit="Force release",
             )
-        for lease in queryset.select_related("task", "task__channel"):
-            task = lease.task
-            try:
-                services.lease_force_release(
-                    channel=task.channel,
-                    task_id=task.task_id,
-                    actor=admin_actor(request.user),
-                    reason=form.cleaned_data["reason"],
-                )
-            except AppError as exc:
-                self.message_user(
-                    request,
-                    f"{task.channel.name}/{task.task_id}: {exc.code}: {exc.message}",
-                    messages.ERROR,
-                )
-            else:
-                self.message_user(
-                    request,
-                    f"{task.channel.name}/{task.task_id}: lease of {lease.owner} released",
-                    messages.SUCCESS,
-                )
+
+        def act(lease: Lease, seen: Seen) -> str:
+            services.lease_force_release(
+                channel=lease.task.channel,
+                task_id=lease.task.task_id,
+                actor=admin_actor(request.user),
+                reason=form.cleaned_data["reason"],
+                expected_owner=seen.owner,
+                expected_expires_at=seen.expires_at,
+            )
+            return f"lease of {lease.owner} released"
+
+        self._each(request, queryset, act)
         return None
 
 

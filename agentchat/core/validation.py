@@ -97,6 +97,21 @@ def text_check(
     return value
 
 
+REASON_MAX = 1000
+
+
+def reason_check(value: Any, *, code: str, empty_message: str = "reason must not be empty") -> str:
+    """A recovery or force-release reason, of a lease or a lock (the family's ``code``): one
+    line (no C0/DEL/C1 control, U+2028/2029 or lone surrogate), not blank, at most
+    ``REASON_MAX`` characters. A missing or blank one, and any value that is no string (the
+    reference's lease family says so for every such value), gets ``empty_message``."""
+    if not isinstance(value, str) or not value.strip():
+        raise AppError(code, empty_message, detail={"field": "reason"})
+    return text_check(
+        value, field="reason", code=code, single_line=True, max_chars=REASON_MAX, allow_empty=False
+    )
+
+
 def _json_problem(value: Any, *, root: str | None) -> tuple[str, str, str] | None:
     """The first problem in a JSON value as (kind, path, text), kind being "text", "number" or
     "depth"; None when there is none. Paths (from ``root``) cost a string per node, so the

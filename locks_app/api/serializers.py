@@ -12,8 +12,8 @@ from rest_framework import serializers
 from agentchat.core import schema as openapi
 from agentchat.core.api import RawJSONField, StrictSerializer
 from agentchat.core.pages import PageOutput
+from agentchat.core.validation import REASON_MAX
 from locks_app.paths import MAX_PATHS
-from locks_app.services import REASON_MAX
 
 # The JSON schema of each raw field (documentation: the services judge the values).
 PATHS_SCHEMA = {

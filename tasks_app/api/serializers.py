@@ -15,8 +15,9 @@ from rest_framework import serializers
 from agentchat.core import schema as openapi
 from agentchat.core.api import RawJSONField, StrictSerializer
 from agentchat.core.pages import PageOutput
+from agentchat.core.validation import REASON_MAX
 from tasks_app.selectors import STATUSES, TASK_ID_MAX
-from tasks_app.services.validation import LIST_MAX, REASON_MAX
+from tasks_app.services.validation import LIST_MAX
 
 
 class RawStringField(RawJSONField):

@@ -294,6 +294,24 @@ def lease_release(*, channel: Channel, task_id: str, actor: str) -> Task:
     return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.OPEN)
 
 
+def _seen_check(task: Task, lease: Lease, owner: str | None, expires_at: datetime | None) -> None:
+    """The admin's compare-and-set: act only on the lease as it was shown, not on whoever
+    holds it by the time the form is posted. Raises TASK_CONFLICT."""
+    if owner is None and expires_at is None:
+        return
+    if (lease.owner, lease.lease_expires_at) != (owner, expires_at):
+        raise AppError(
+            "TASK_CONFLICT",
+            f"the lease of task {task.task_id} changed since it was shown: now held by "
+            f"{lease.owner} until {records.lease_ts(lease.lease_expires_at)}; look again",
+            detail={
+                "task_id": task.task_id,
+                "owner": lease.owner,
+                "lease_expires_at": records.lease_ts(lease.lease_expires_at),
+            },
+        )
+
+
 @write_atomic()
 def lease_recover(
     *,
@@ -303,6 +321,8 @@ def lease_recover(
     reason: object,
     lease_seconds: object = DEFAULT_LEASE_SECONDS,
     owner: str | None = None,
+    expected_owner: str | None = None,
+    expected_expires_at: datetime | None = None,
 ) -> Task:
     """Recover an expired lease: ``owner`` (default: ``actor``, who may be the previous
     owner) gets a fresh lease recording the previous owner, previous expiry and the reason;
@@ -312,7 +332,8 @@ def lease_recover(
 
     Raises LEASE_INVALID_REASON (checked first), LEASE_INVALID_OWNER, TASK_NOT_FOUND,
     LEASE_NOT_FOUND, LEASE_NOT_EXPIRED, LEASE_INVALID_DURATION, TASK_INVALID_TRANSITION,
-    TASK_DEPENDENCY_NOT_READY.
+    TASK_DEPENDENCY_NOT_READY, TASK_CONFLICT (``expected_owner`` / ``expected_expires_at``
+    given, the admin's view, and the lease is no longer that).
     """
     reason = reason_check(reason)
     new_owner = check_agent_name(
@@ -323,6 +344,7 @@ def lease_recover(
     lease = selectors.task_lease(task)
     if lease is None:
         _raise_lease_not_found(task)
+    _seen_check(task, lease, expected_owner, expected_expires_at)
     now = store.service_now()
     if not store.is_expired(lease, now):
         raise AppError(
@@ -390,7 +412,15 @@ def lease_recover(
 
 
 @write_atomic()
-def lease_force_release(*, channel: Channel, task_id: str, actor: str, reason: object) -> Task:
+def lease_force_release(
+    *,
+    channel: Channel,
+    task_id: str,
+    actor: str,
+    reason: object,
+    expected_owner: str | None = None,
+    expected_expires_at: datetime | None = None,
+) -> Task:
     """The admin's break-glass: end a task's lease whether or not it has expired, for an
     owner that will never come back (or a lease taken far too long). The task goes back to
     ``open`` with no owner, exactly as if its owner had released it, so anyone may claim it
@@ -400,7 +430,8 @@ def lease_force_release(*, channel: Channel, task_id: str, actor: str, reason: o
     ``lease``, the claim record as it was. The lease history records the admin, the owner who
     lost the lease and the reason.
 
-    Raises LEASE_INVALID_REASON (checked first), TASK_NOT_FOUND, LEASE_NOT_FOUND.
+    Raises LEASE_INVALID_REASON (checked first), TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT
+    (the lease is no longer ``expected_owner``'s until ``expected_expires_at``, when given).
     """
     reason = reason_check(reason)
     store.channel_lock(channel)
@@ -408,6 +439,7 @@ def lease_force_release(*, channel: Channel, task_id: str, actor: str, reason: o
     lease = selectors.task_lease(task)
     if lease is None:
         _raise_lease_not_found(task)
+    _seen_check(task, lease, expected_owner, expected_expires_at)
     now = store.service_now()
     # A leased task is in_progress, and in_progress -> open is always allowed: this only
     # refuses a state that the services never write.

@@ -26,6 +26,7 @@ from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from agentchat.core.paths import safe_text, workspace_path_normalize
 from agentchat.core.records import expiry_after
+from agentchat.core.validation import reason_check as core_reason_check
 from agentchat.core.validation import text_check
 from tasks_app import selectors
 
@@ -36,7 +37,6 @@ RESERVED_TASK_IDS = frozenset({"recover-pending"})
 # one request's checks (and every later listing of the task) small.
 LIST_MAX = 1000
 # A recovery reason, in characters: the same bound as a path lock's reason.
-REASON_MAX = 1000
 
 
 # --- durations -----------------------------------------------------------------------------------
@@ -163,20 +163,9 @@ def status_check(value: object) -> str:
 
 def reason_check(value: object) -> str:
     """A lease recovery (or force-release) reason. The reference's rule for its lease family
-    (``lease_store._validate_reason``): a string with non-blank content and no NUL, CR or LF.
-    Here the one-line rule of every such field replaces "no NUL, CR or LF" (every C0/C1
-    control, U+2028/2029 and lone surrogates refused too, which is also the reference's
-    path-lock reason rule plus the two Unicode separators), and a reason is at most
-    ``REASON_MAX`` characters, as a lock's is. Raises LEASE_INVALID_REASON."""
-    if not isinstance(value, str) or not value.strip():
-        # The reference's message for a missing and for a blank reason alike.
-        raise AppError(
-            "LEASE_INVALID_REASON", "recovery reason must not be empty", detail={"field": "reason"}
-        )
-    return text_check(
-        value,
-        field="reason",
-        code="LEASE_INVALID_REASON",
-        single_line=True,
-        max_chars=REASON_MAX,
+    (``lease_store._validate_reason``, its message for a missing and a blank reason alike), with
+    the one-line rule of every such field (``agentchat.core.validation.reason_check``, which
+    locks share). Raises LEASE_INVALID_REASON."""
+    return core_reason_check(
+        value, code="LEASE_INVALID_REASON", empty_message="recovery reason must not be empty"
     )

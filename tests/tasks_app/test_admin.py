@@ -11,6 +11,7 @@ from django.contrib.auth.models import Permission
 from agentchat.core.models import Agent
 from tasks_app import selectors
 from tasks_app.models import Lease, LeaseHistory, Task
+from tests.admin_actions import post_action, seen_of
 from tests.tasks_app.helpers import acted, audits, created, show, unchanged
 
 pytestmark = pytest.mark.django_db
@@ -64,18 +65,21 @@ def test_task_list_filters_and_search(admin_client, stale, alice):
 def test_recover_action_asks_for_owner_and_reason_first(admin_client, stale):
     lease, _ = stale
     with unchanged():
-        response = admin_client.post(
-            CHANGELIST, {"action": "recover_stale_lease", "_selected_action": [lease.pk]}
+        response = post_action(
+            admin_client,
+            CHANGELIST,
+            {"action": "recover_stale_lease", "_selected_action": [lease.pk]},
         )
     assert response.status_code == 200
     page = response.content.decode()
     assert "New owner" in page and "Reason" in page and 'name="apply"' in page
 
 
-def test_recover_action_recovers_an_expired_lease_through_the_service(admin_client, stale):
+def test_recover_action_recovers_an_expired_lease_through_the_service(admin_client, stale, carol):
     lease, _ = stale
     before = len(audits())
-    response = admin_client.post(
+    response = post_action(
+        admin_client,
         CHANGELIST,
         {
             "action": "recover_stale_lease",
@@ -111,10 +115,11 @@ def test_recover_action_recovers_an_expired_lease_through_the_service(admin_clie
     assert LeaseHistory.objects.filter(event="lease.recovered", actor="admin").count() == 1
 
 
-def test_recover_action_refuses_an_unexpired_lease_and_reports_it(admin_client, stale):
+def test_recover_action_refuses_an_unexpired_lease_and_reports_it(admin_client, stale, carol):
     _, active = stale
     with unchanged():
-        response = admin_client.post(
+        response = post_action(
+            admin_client,
             CHANGELIST,
             {
                 "action": "recover_stale_lease",
@@ -133,7 +138,8 @@ def test_recover_action_refuses_an_unexpired_lease_and_reports_it(admin_client, 
 def test_recover_action_reports_a_bad_owner(admin_client, stale):
     lease, _ = stale
     with unchanged():
-        response = admin_client.post(
+        response = post_action(
+            admin_client,
             CHANGELIST,
             {
                 "action": "recover_stale_lease",
@@ -144,14 +150,16 @@ def test_recover_action_reports_a_bad_owner(admin_client, stale):
             },
             follow=True,
         )
-    [message] = admin_messages(response)
-    assert message.startswith("backend/T: LEASE_INVALID_OWNER: owner must be")
+    # A form error: the owner must be an agent (the service checks only the name's shape).
+    assert admin_messages(response) == []
+    assert "no agent named &#x27;Not An Agent&#x27;" in response.content.decode()
 
 
 def test_recover_action_with_missing_reason_shows_the_form_again(admin_client, stale):
     lease, _ = stale
     with unchanged():
-        response = admin_client.post(
+        response = post_action(
+            admin_client,
             CHANGELIST,
             {
                 "action": "recover_stale_lease",
@@ -185,14 +193,16 @@ def force_release(admin_client, lease, reason="bob's laptop died"):
     data = {"action": "force_release_lease", "_selected_action": [lease.pk], "apply": "Force"}
     if reason is not None:
         data["reason"] = reason
-    return admin_client.post(CHANGELIST, data, follow=True)
+    return post_action(admin_client, CHANGELIST, data, follow=True)
 
 
 def test_force_release_asks_for_a_reason_first(admin_client, stale):
     _, active = stale
     with unchanged():
-        response = admin_client.post(
-            CHANGELIST, {"action": "force_release_lease", "_selected_action": [active.pk]}
+        response = post_action(
+            admin_client,
+            CHANGELIST,
+            {"action": "force_release_lease", "_selected_action": [active.pk]},
         )
     assert response.status_code == 200
     page = response.content.decode()
@@ -299,3 +309,50 @@ def test_force_release_needs_the_change_lease_permission(client, django_user_mod
         )
     assert response.status_code == 200
     assert Lease.objects.filter(pk=active.pk).exists()
+
+
+def test_recovery_acts_only_on_the_lease_as_the_admin_saw_it(admin_client, stale, carol, clock):
+    # Issue 9 review: the action recovered whoever held the lease at POST time. Here bob's
+    # expired lease is recovered by carol between the page and the POST.
+    lease, _ = stale
+    data = {"action": "recover_stale_lease", "_selected_action": [lease.pk]}
+    page = admin_client.post(CHANGELIST, data)
+    acted(carol, "T", "recover", {"reason": "mine now"})
+    apply = {**data, "apply": "Recover", "owner": "alice", "reason": "x"}
+    with unchanged():
+        response = admin_client.post(CHANGELIST, {**seen_of(page), **apply}, follow=True)
+    [message] = admin_messages(response)
+    assert message.startswith("backend/T: TASK_CONFLICT: the lease of task T changed since")
+    assert "now held by carol" in message
+
+
+def test_force_release_acts_only_on_the_lease_as_the_admin_saw_it(admin_client, stale, bob):
+    _, active = stale
+    data = {"action": "force_release_lease", "_selected_action": [active.pk]}
+    page = admin_client.post(CHANGELIST, data)
+    acted(bob, "U", "renew", {"lease_seconds": 900})
+    apply = {**data, "apply": "Force", "reason": "x"}
+    with unchanged():
+        response = admin_client.post(CHANGELIST, {**seen_of(page), **apply}, follow=True)
+    [message] = admin_messages(response)
+    assert "TASK_CONFLICT" in message and "changed since it was shown" in message
+    with unchanged():
+        response = admin_client.post(CHANGELIST, apply, follow=True)
+    assert admin_messages(response) == ["backend/U: not shown on the page; look again"]
+
+
+def test_recovery_for_a_non_member_of_a_members_only_channel_is_a_form_error(
+    admin_client, stale, carol
+):
+    from channels_app.models import Channel
+
+    Channel.objects.filter(name="backend").update(visibility="members", members=["alice", "bob"])
+    lease, _ = stale
+    data = {"action": "recover_stale_lease", "_selected_action": [lease.pk]}
+    apply = {**data, "apply": "Recover", "owner": "carol", "reason": "x"}
+    with unchanged():
+        response = post_action(admin_client, CHANGELIST, apply, follow=True)
+    assert admin_messages(response) == []
+    assert "carol is not a member of the members-only channel(s) backend" in (
+        response.content.decode()
+    )

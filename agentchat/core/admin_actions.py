@@ -1,0 +1,112 @@
+"""What the admins' break-glass actions share (locks_app and tasks_app: recover, force
+release): the reason form, the confirmation page, and the record of what the admin saw.
+
+The page carries, for each selected object, the owner and expiry the admin was shown
+(``seen_token``). The action hands them to the service, which compares them inside its
+transaction (compare-and-set): a lock or lease that changed hands or was renewed between the
+page and the POST is refused with the family's "changed concurrently" code, never acted on
+for whoever holds it now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from agentchat.core.models import Agent
+from agentchat.core.validation import REASON_MAX
+
+TEMPLATE = "admin/agentchat_core/action_confirm.html"
+
+
+class ReasonForm(forms.Form):
+    # Not stripped: the service judges the reason, with its family's code.
+    reason = forms.CharField(
+        max_length=REASON_MAX,
+        strip=False,
+        help_text="recorded on the record and in the audit message",
+    )
+
+
+def owner_exists_check(owner: str) -> str:
+    """A recovery's new owner must be an agent (the service checks only the name's shape: a
+    lease or lock granted to no one could be recovered by anyone, released by no one)."""
+    if not Agent.objects.filter(name=owner).exists():
+        raise forms.ValidationError(f"no agent named {owner!r}")
+    return owner
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The owner and expiry of one object as the admin was shown them."""
+
+    owner: str
+    expires_at: datetime
+
+
+def seen_token(owner: str, expires_at: datetime) -> str:
+    return f"{expires_at.isoformat()} {owner}"
+
+
+def seen_field(pk: Any) -> str:
+    return f"seen-{pk}"
+
+
+def seen_parse(request: HttpRequest, pk: Any) -> Seen | None:
+    """What the page showed for ``pk``, or None when the POST does not say (a malformed or
+    missing field: the action is then refused, never applied to the current holder)."""
+    text = request.POST.get(seen_field(pk), "")
+    stamp, _, owner = text.partition(" ")
+    try:
+        expires_at = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if not owner or expires_at.tzinfo is None:
+        return None
+    return Seen(owner=owner, expires_at=expires_at)
+
+
+def confirm_page(
+    modeladmin: Any,
+    request: HttpRequest,
+    *,
+    items: list[tuple[Any, str, str, datetime]],
+    form: forms.Form,
+    action: str,
+    title: str,
+    intro: str,
+    submit: str,
+) -> TemplateResponse:
+    """The confirmation page of an action: ``items`` are (pk, label, owner, expiry)."""
+    rows = [
+        {
+            "pk": pk,
+            "label": label,
+            "owner": owner,
+            "expires_at": expires_at,
+            "seen_field": seen_field(pk),
+            "seen": seen_token(owner, expires_at),
+        }
+        for pk, label, owner, expires_at in items
+    ]
+    return TemplateResponse(
+        request,
+        TEMPLATE,
+        {
+            **modeladmin.admin_site.each_context(request),
+            "title": title,
+            "opts": modeladmin.model._meta,
+            "rows": rows,
+            "form": form,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            "action": action,
+            "intro": intro,
+            "submit": submit,
+        },
+    )
