@@ -37,7 +37,7 @@ class: ``report[[]1].txt`` names ``report[1].txt``, ``what[?].md`` names ``what?
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -517,39 +517,3 @@ def paths_overlap(left: str, right: str, budget: WorkBudget = UNBOUNDED) -> bool
             return False
     # One side is complete: what it matched lies at or above what the other side can match.
     return True
-
-
-def path_covers(entry: str, path: str) -> bool:
-    """Whether ``entry`` covers the concrete normalized ``path`` (matches it or an ancestor)."""
-    return _matches_prefix(tuple(path_segments(entry)), tuple(path_segments(path)))
-
-
-def _matches_prefix(pattern: Sequence[str], path: Sequence[str]) -> bool:
-    # States: positions in the pattern reachable after consuming path[:k]; covered when the
-    # pattern can be complete after some k.
-    states = _closure({0}, pattern)
-    for name in path:
-        if len(pattern) in states:
-            return True
-        nxt: set[int] = set()
-        for i in states:
-            if i < len(pattern):
-                if _is_globstar(pattern[i]):
-                    nxt.add(i)
-                elif segment_matches(pattern[i], name):
-                    nxt.add(i + 1)
-        states = _closure(nxt, pattern)
-        if not states:
-            return False
-    return len(pattern) in states
-
-
-def _closure(states: set[int], pattern: Sequence[str]) -> set[int]:
-    result = set(states)
-    stack = list(states)
-    while stack:
-        i = stack.pop()
-        if i < len(pattern) and _is_globstar(pattern[i]) and i + 1 not in result:
-            result.add(i + 1)
-            stack.append(i + 1)
-    return result

@@ -118,15 +118,56 @@ def test_a_lookup_reads_only_the_candidates_whatever_else_is_held(channel):
     assert len(scan(channel, ["*.md"])._candidates()) == 302
 
 
-def test_the_query_count_does_not_grow_with_the_held_paths(channel):
+def bulk_hold(channel: Channel, paths: list[str]) -> None:
+    """Many held paths quickly: one lock, one bulk insert."""
+    now = timezone.now()
+    lock = PathLock.objects.create(
+        lock_id=uuid.uuid4().hex,
+        channel=channel,
+        owner="bob",
+        expires_at=now,
+        locked_at=now,
+        updated_at=now,
+    )
+    rows = []
+    for i, path in enumerate(paths):
+        key, key_folded = entry_index_keys(channel.pk, path)
+        rows.append(
+            PathLockEntry(
+                lock=lock,
+                channel=channel,
+                position=i,
+                normalized_path=path,
+                display_path=path,
+                index_key=key,
+                index_key_folded=key_folded,
+            )
+        )
+    PathLockEntry.objects.bulk_create(rows, batch_size=2000)
+
+
+def test_the_query_count_and_rows_read_do_not_grow_with_the_held_paths(channel):
+    # Once checked at one level only (50 held), which a scan of the channel would pass too.
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    hold(channel, [f"d{i}/f.py" for i in range(50)])
-    with CaptureQueriesContext(connection) as queries:
-        scan(channel, [f"new/m{j}.py" for j in range(64)]).run()
-    reads = [q for q in queries.captured_queries if "locks_app_pathlockentry" in q["sql"]]
-    assert len(reads) == 1  # one UNION ALL of index probes
+    wanted = [f"new/m{j}.py" for j in range(64)] + ["d3/f3.py", "d7"]
+
+    def measure() -> tuple[int, int]:
+        probe = scan(channel, wanted)
+        with CaptureQueriesContext(connection) as queries:
+            probe.run()
+        reads = [q for q in queries.captured_queries if "locks_app_pathlockentry" in q["sql"]]
+        return len(reads), len(probe._candidates())
+
+    bulk_hold(channel, [f"d{i % 100}/f{i}.py" for i in range(10)])
+    few = measure()
+    bulk_hold(channel, [f"d{i % 100}/f{i}.py" for i in range(10, 10_000)])
+    many = measure()
+    assert few[0] == many[0] == 1  # one UNION ALL of index probes
+    # The candidates are d3/f3.py and the entries below d7: 1 and 1 with 10 held; 1 and 100
+    # with 10,000 (d7 holds them). The channel's other 9,899 entries are never read.
+    assert few[1] == 2 and many[1] == 1 + 100
 
 
 def test_every_probe_is_an_index_search_even_without_statistics(channel):
