@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from agentchat.core import clock
 from agentchat.core.admin_actions import (
     ReasonForm,
     confirm_page,
@@ -34,7 +35,7 @@ class ExpiryFilter(admin.SimpleListFilter):
         return [("active", "active"), ("expired", "expired (recovery required)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[PathLock]) -> QuerySet[PathLock]:
-        now = selectors.lock_now()
+        now = clock.now()
         if self.value() == "active":
             return queryset.filter(expires_at__gt=now)
         if self.value() == "expired":

@@ -22,7 +22,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import ts_micros
+from agentchat.core.records import is_expired, ts_micros
 from locks_app.models import PathLock
 
 EVENT_LOCKED = "path.locked"
@@ -38,7 +38,7 @@ def lock_timestamp(value: datetime | None) -> str | None:
 
 def lock_is_expired(lock: PathLock, now: datetime) -> bool:
     """Expired when ``expires_at <= now`` (the reference's comparison), on the precise clock."""
-    return lock.expires_at <= now
+    return is_expired(lock.expires_at, now)
 
 
 def lock_paths(lock: PathLock) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@ Records are spelled by ``locks_app.records``; conflicts are found by ``locks_app
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -38,15 +38,9 @@ def case_insensitive() -> bool:
     return bool(settings.AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE)
 
 
-def lock_now() -> datetime:
-    """Now, precisely (``agentchat.core.clock``; no longer cut to the second, so a 1 s lock
-    taken at xx.95 lasts until (xx+1).95)."""
-    return clock.now().astimezone(UTC)
-
-
 def lock_is_expired(lock: PathLock, now: datetime | None = None) -> bool:
     """Expired when ``expires_at <= now`` (the reference's comparison)."""
-    return records.lock_is_expired(lock, now or lock_now())
+    return records.lock_is_expired(lock, now or clock.now())
 
 
 def _locks(channel: Channel) -> QuerySet[PathLock]:
@@ -148,7 +142,7 @@ def lock_check(*, channel: Channel, paths: Any) -> list[dict[str, Any]]:
     budget = WorkBudget()
     entries = paths_normalize(paths, case_insensitive=case_insensitive(), budget=budget)
     conflicts = lock_conflict_scan(channel=channel, entries=entries, budget=budget).run()
-    now = lock_now()
+    now = clock.now()
     return [records.lock_conflict_to_dict(lock, now) for lock in locks_by_pk(conflicts)]
 
 

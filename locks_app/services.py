@@ -33,6 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
@@ -212,7 +213,7 @@ def lock_acquire(
     scan.run()
     with write_atomic():
         _serialize_channel(channel)
-        now = selectors.lock_now()
+        now = clock.now()
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
@@ -319,7 +320,7 @@ def lock_recover(
         _serialize_channel(channel)
         lock = _target(channel, lock_id, path)
         _seen_check(lock, expected_owner, expected_expires_at)
-        now = selectors.lock_now()
+        now = clock.now()
         if not records.lock_is_expired(lock, now):
             raise AppError(
                 "PATH_LOCK_NOT_STALE",

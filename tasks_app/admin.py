@@ -24,6 +24,7 @@ from agentchat.core.admin_actions import (
     seen_parse,
 )
 from agentchat.core.errors import AppError
+from agentchat.core.records import is_expired
 from agentchat.core.services import admin_actor
 from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
@@ -42,7 +43,7 @@ class ReadOnlyMixin:
 
 
 def _expired(lease: Lease) -> bool:
-    return lease.lease_expires_at <= clock.now()
+    return is_expired(lease.lease_expires_at, clock.now())
 
 
 def _expiry_cell(lease: Lease | None) -> str:

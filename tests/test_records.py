@@ -54,3 +54,13 @@ def test_an_expiry_past_the_calendar_is_refused_not_a_crash(settings):
     with pytest.raises(AppError) as info:
         expiry_after(AT, 1e200, code="LEASE_INVALID_DURATION")
     assert info.value.code == "LEASE_INVALID_DURATION"
+
+
+def test_leases_and_locks_expire_by_one_rule_at_their_expiry():
+    from datetime import UTC, datetime, timedelta
+
+    from agentchat.core.records import is_expired
+
+    at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert is_expired(at, at)  # the reference's "<=": expired at the expiry itself
+    assert not is_expired(at + timedelta(microseconds=1), at)

@@ -82,6 +82,12 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
     return seconds
 
 
+def is_expired(expires_at: datetime, now: datetime) -> bool:
+    """The reference's comparison for leases and locks alike: expired when the expiry is at or
+    before now (on the precise clock, ``agentchat.core.clock.now``)."""
+    return expires_at <= now
+
+
 def expiry_after(
     now: datetime, seconds: Any, *, code: str, field: str = "lease_seconds"
 ) -> datetime:

@@ -29,7 +29,6 @@ from tasks_app.services.leases import (
     lease_release,
     lease_renew,
 )
-from tasks_app.services.store import service_now
 from tasks_app.services.tasks import UNSET, task_block, task_create, task_update
 from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, RESERVED_TASK_IDS, lease_expiry
 
@@ -47,7 +46,6 @@ __all__ = [
     "lease_recover_pending",
     "lease_release",
     "lease_renew",
-    "service_now",
     "task_block",
     "task_create",
     "task_update",

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from django.db import IntegrityError, transaction
 
+from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
@@ -63,7 +64,7 @@ def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> No
     lease = selectors.task_lease(task)
     if lease is None:
         return
-    if store.is_expired(lease, store.service_now()):
+    if store.is_expired(lease, clock.now()):
         _raise_recovery_required(task, lease)
     if actor != lease.owner:
         _raise_owner_mismatch(task, lease, actor)
@@ -113,7 +114,7 @@ def lease_claim(
     """
     store.channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
-    now = store.service_now()
+    now = clock.now()
     lease = selectors.task_lease(task)
     if lease is not None:
         if store.is_expired(lease, now):
@@ -188,7 +189,7 @@ def lease_renew(
     """
     store.channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
-    now = store.service_now()
+    now = clock.now()
     lease = _owned_lease(task, actor, now)
     if lease is None:
         _raise_lease_not_found(task)
@@ -226,7 +227,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     owner, audited as ``task.updated`` with ``lease_fallback``."""
     store.channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
-    now = store.service_now()
+    now = clock.now()
     lease = _owned_lease(task, actor, now)
     _enter_check(task, status)
 
@@ -345,7 +346,7 @@ def lease_recover(
     if lease is None:
         _raise_lease_not_found(task)
     _seen_check(task, lease, expected_owner, expected_expires_at)
-    now = store.service_now()
+    now = clock.now()
     if not store.is_expired(lease, now):
         raise AppError(
             "LEASE_NOT_EXPIRED",
@@ -440,7 +441,7 @@ def lease_force_release(
     if lease is None:
         _raise_lease_not_found(task)
     _seen_check(task, lease, expected_owner, expected_expires_at)
-    now = store.service_now()
+    now = clock.now()
     # A leased task is in_progress, and in_progress -> open is always allowed: this only
     # refuses a state that the services never write.
     graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=Status.OPEN)

@@ -24,21 +24,16 @@ from typing import Any
 
 from django.db.models import F
 
-from agentchat.core import clock
 from agentchat.core.errors import AppError
+from agentchat.core.records import is_expired as records_is_expired
 from channels_app.models import Channel
 from tasks_app import selectors
 from tasks_app.models import Lease, Task, TaskDependency
 from tasks_app.services import graph
 
 
-def service_now() -> datetime:
-    """The precise now (see the module docstring)."""
-    return clock.now()
-
-
 def is_expired(lease: Lease, now: datetime) -> bool:
-    return lease.lease_expires_at <= now
+    return records_is_expired(lease.lease_expires_at, now)
 
 
 def channel_lock(channel: Channel) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
+from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from channels_app.models import Channel
@@ -90,7 +91,7 @@ def task_create(
         if depends_on
         else []
     )
-    now = store.service_now()
+    now = clock.now()
     try:
         with transaction.atomic():
             task = Task.objects.create(
@@ -152,7 +153,7 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
     before = selectors.task_record(task)
     store.task_write(
         task,
-        updated_at=store.service_now(),
+        updated_at=clock.now(),
         updated_at_spelling=Task.Spelling.SECONDS,
         **fields,
     )
