@@ -176,31 +176,7 @@ def test_every_probe_is_an_index_search_even_without_statistics(channel):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    now = timezone.now()
-    bulk = PathLock.objects.create(
-        lock_id="b" * 32,
-        channel=channel,
-        owner="bob",
-        expires_at=now,
-        locked_at=now,
-        updated_at=now,
-    )
-    rows = []
-    for i in range(5000):
-        path = f"d{i % 100}/f{i}.py"
-        key, key_folded = entry_index_keys(channel.pk, path)
-        rows.append(
-            PathLockEntry(
-                lock=bulk,
-                channel=channel,
-                position=i,
-                normalized_path=path,
-                display_path=path,
-                index_key=key,
-                index_key_folded=key_folded,
-            )
-        )
-    PathLockEntry.objects.bulk_create(rows)
+    bulk_hold(channel, [f"d{i % 100}/f{i}.py" for i in range(5000)])
     probe = scan(channel, [f"d{j}/new{j}.py" for j in range(64)] + ["d3", "d4/x"], exclude=1)
     with CaptureQueriesContext(connection) as queries:
         probe.run()
