@@ -94,6 +94,12 @@ def _daphne_cli(ready_fd: int | None) -> Any:
     return Cli()
 
 
+# After a 413 the server reads and drops what the client still sends, for this long and up
+# to this many bytes, before it closes (see WebRequest._refuse).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
+
+
 def _web_request_install() -> None:
     """Daphne's request class, bounded and lighter (what daphne's HTTPFactory builds requests
     with):
@@ -104,8 +110,9 @@ def _web_request_install() -> None:
       liked: 300 MB without a token filled /tmp, a ``Content-Length`` of 1 GB held a
       connection. Here a declared length over AGENTCHAT_MAX_REQUEST_BYTES is refused before a
       byte of the body is read, and a body (chunked or not) that grows past it is refused when
-      it does: 413 ``REQUEST_TOO_LARGE`` from the error table, then the connection closes. What
-      is kept is kept in memory (at most the limit), never in a file.
+      it does: 413 ``REQUEST_TOO_LARGE`` from the error table, then a lingering close (at most
+      LINGER_SECONDS and LINGER_BYTES more). What is kept is kept in memory (at most the
+      limit), never in a file.
     - **No form parsing.** Daphne hands the application the raw body and never reads Twisted's
       parsed form arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of
       CPU per request on this machine kind, through the email package) and would decode a
@@ -131,6 +138,7 @@ def _web_request_install() -> None:
             kwargs.setdefault("parsePOSTFormSubmission", False)
             self._body_size = 0
             self._refused = False
+            self._discarded = 0
             super().__init__(*args, **kwargs)
 
         def gotLength(self, length: int | None) -> None:
@@ -140,6 +148,9 @@ def _web_request_install() -> None:
 
         def handleContentChunk(self, data: bytes) -> None:
             if self._refused:
+                self._discarded += len(data)
+                if self._discarded > LINGER_BYTES:
+                    self.channel.loseConnection()
                 return
             self._body_size += len(data)
             if self._body_size > limit:
@@ -155,8 +166,17 @@ def _web_request_install() -> None:
             self._refused = True
             self.content = io.BytesIO()
             self.requestHeaders.removeHeader(b"Expect")  # no "100 Continue" after the answer
-            self.channel.transport.write(refusal)
-            self.channel.loseConnection()
+            channel = self.channel
+            channel.transport.write(refusal)
+            # A lingering close: closing outright with the body still arriving makes the
+            # kernel answer it with a reset, which can reach the client before the 413 does.
+            # So the write side closes after the answer, what still comes is read and dropped
+            # (up to LINGER_BYTES), and the connection closes after LINGER_SECONDS at most.
+            if hasattr(channel.transport, "loseWriteConnection"):
+                channel.transport.loseWriteConnection()
+            from twisted.internet import reactor
+
+            reactor.callLater(LINGER_SECONDS, channel.loseConnection)
 
     http_protocol.WebRequest = WebRequest
 
