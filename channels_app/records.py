@@ -50,8 +50,12 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 
 
 def message_json(message: Message) -> bytes:
-    """A message as the API spells it, in JSON bytes (raises on what JSON cannot carry)."""
-    return json_bytes(message_to_dict(message))
+    """A message as the API spells it, in JSON bytes (raises on what JSON cannot carry). A
+    message is immutable: the bytes are kept on the instance once made."""
+    rendered = getattr(message, "_json", None)
+    if rendered is None:
+        rendered = message._json = json_bytes(message_to_dict(message))
+    return rendered
 
 
 def message_json_size(message: Message) -> int:

@@ -9,8 +9,9 @@ code as through Django; only the envelope differs: the request passes the shared
 ``request_check`` (Host, a single Authorization) like the wait and the websockets, the body is
 read whole (chunked or not) and capped while it is read, then handed to the view with its real
 length; a few security headers are set and the response's length is declared. While the view
-runs the lane listens for the client leaving (``request_abandoned``): a read, whose answer is
-the delivery, then commits nothing and nothing is sent. The API tests go
+runs the lane listens for the client leaving (``request_abandoned``), for the views whose answer
+is a delivery (``answer_is_delivery = True``: a read): one that left commits nothing and is sent
+nothing. The API tests go
 this way too (``tests/asgi_client.py``: in process, through ``agentchat.asgi.application``).
 
 What the lane skips, so that nothing under ``/api/`` may rely on it:
@@ -45,7 +46,7 @@ from typing import Any
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse
-from django.urls import Resolver404, get_resolver, set_script_prefix
+from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
 from agentchat.core.asgi_http import (
     SECURITY_HEADERS,
@@ -94,15 +95,25 @@ class ApiLane:
         if request is None:
             await self.django.send_response(error_response, send)
             return
-        # A client that leaves while its view runs: a view whose answer is a delivery (a read)
-        # passes request_abandoned(request) to its service, which then commits nothing.
-        abandoned = request.META[ABANDONED] = threading.Event()
-        gone = asyncio.ensure_future(disconnected(receive))
-        gone.add_done_callback(functools.partial(_client_gone, abandoned))
         try:
-            response = await run_db(self.get_response, request)
+            match = self.resolver.resolve(request.path_info)
+        except Resolver404:
+            hint = "" if request.path_info.endswith("/") else " (API paths end with a slash)"
+            error = AppError("NOT_FOUND", f"no API route {request.path}{hint}")
+            await self.django.send_response(error_http_response(error), send)
+            return
+        gone = None
+        if getattr(getattr(match.func, "cls", None), "answer_is_delivery", False):
+            # A client that leaves while the view runs: the view (a read) passes
+            # request_abandoned(request) to its service, which then commits nothing.
+            abandoned = request.META[ABANDONED] = threading.Event()
+            gone = asyncio.ensure_future(disconnected(receive))
+            gone.add_done_callback(functools.partial(_client_gone, abandoned))
+        try:
+            response = await run_db(self.get_response, request, match)
         finally:
-            gone.cancel()
+            if gone is not None:
+                gone.cancel()
         if response is None:
             return  # ClientGone: there is no one to answer
         for header, value in SECURITY_HEADERS.items():
@@ -112,14 +123,7 @@ class ApiLane:
             response.headers["Content-Length"] = str(len(response.content))
         await self.django.send_response(response, send)
 
-    def get_response(self, request: HttpRequest) -> HttpResponse | None:
-        try:
-            match = self.resolver.resolve(request.path_info)
-        except Resolver404:
-            hint = ""
-            if not request.path_info.endswith("/"):
-                hint = " (API paths end with a slash)"
-            return error_http_response(AppError("NOT_FOUND", f"no API route {request.path}{hint}"))
+    def get_response(self, request: HttpRequest, match: ResolverMatch) -> HttpResponse | None:
         request.resolver_match = match
         try:
             response = match.func(request, *match.args, **match.kwargs)
