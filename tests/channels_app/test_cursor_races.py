@@ -161,22 +161,11 @@ def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     monkeypatch.setattr(live, "messages_read", read)
 
     async def scenario() -> list[dict]:
-        incoming: asyncio.Queue = asyncio.Queue()
-        sent: list[dict] = []
-
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await incoming.put({"type": "http.request", "body": b""})
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": "/api/v1/channels/races/wait/",
-            "query_string": b"timeout=20",
-            "headers": [(b"host", b"testserver"), *auth_header(bob_token)],
-            "server": ("testserver", 80),
-        }
-        app = asyncio.create_task(application(scope, incoming.get, send))
+        client = Client(
+            method="GET", path="/api/v1/channels/races/wait/", query=b"timeout=20", token=bob_token
+        )
+        incoming, sent = client.incoming, client.sent
+        app = asyncio.create_task(client.run())
         await until(inside.is_set, what="the wait's read is on a database thread")
         await incoming.put({"type": "http.disconnect"})
         await asyncio.wait_for(app, 10)
@@ -216,22 +205,11 @@ def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     monkeypatch.setattr(services, "messages_read", read)
 
     async def scenario() -> list[dict]:
-        incoming: asyncio.Queue = asyncio.Queue()
-        sent: list[dict] = []
-
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await incoming.put({"type": "http.request", "body": b""})
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/api/v1/channels/races/read/",
-            "query_string": b"",
-            "headers": [(b"host", b"testserver"), *auth_header(bob_token)],
-            "server": ("testserver", 80),
-        }
-        app = asyncio.create_task(application(scope, incoming.get, send))
+        client = Client(
+            method="POST", path="/api/v1/channels/races/read/", query=b"", token=bob_token
+        )
+        incoming, sent = client.incoming, client.sent
+        app = asyncio.create_task(client.run())
         await until(inside.is_set, what="the read is on a database thread")
         await incoming.put({"type": "http.disconnect"})
         await until(lambda: given["abandoned"].is_set(), what="the lane saw the client leave")
@@ -245,6 +223,31 @@ def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     assert cursor_get(agent=bob, channel=channel) == 0  # before the fix: 20, never sent
     monkeypatch.setattr(services, "message_page", real_page)
     assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
+
+
+class Client:
+    """An HTTP client of the ASGI application driven by the test: its body is empty, it leaves
+    when the test puts ``{"type": "http.disconnect"}`` in ``incoming``; ``sent`` is what the
+    server sent it."""
+
+    def __init__(self, *, method: str, path: str, query: bytes, token: str) -> None:
+        self.incoming: asyncio.Queue = asyncio.Queue()
+        self.incoming.put_nowait({"type": "http.request", "body": b""})
+        self.sent: list[dict] = []
+        self.scope = {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "query_string": query,
+            "headers": [(b"host", b"testserver"), *auth_header(token)],
+            "server": ("testserver", 80),
+        }
+
+    async def run(self) -> None:
+        async def send(message: dict) -> None:
+            self.sent.append(message)
+
+        await application(self.scope, self.incoming.get, send)
 
 
 def auth_header(token: str) -> list[tuple[bytes, bytes]]:
@@ -308,22 +311,11 @@ def test_a_wait_answers_before_it_leaves_the_layer(backlog, counted_reads, monke
 
     async def scenario() -> tuple[list[dict], list[dict]]:
         flags.update(cleaning=asyncio.Event(), release=asyncio.Event(), cleaned=asyncio.Event())
-        incoming: asyncio.Queue = asyncio.Queue()
-        sent: list[dict] = []
-
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await incoming.put({"type": "http.request", "body": b""})
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": "/api/v1/channels/races/wait/",
-            "query_string": b"timeout=20",
-            "headers": [(b"host", b"testserver"), *auth_header(bob_token)],
-            "server": ("testserver", 80),
-        }
-        app = asyncio.create_task(application(scope, incoming.get, send))
+        client = Client(
+            method="GET", path="/api/v1/channels/races/wait/", query=b"timeout=20", token=bob_token
+        )
+        incoming, sent = client.incoming, client.sent
+        app = asyncio.create_task(client.run())
         await counted_reads.parked()
         await in_thread(lambda: message_post(channel=channel, sender="alice", title="hi"))
         await until(flags["cleaning"].is_set, what="the wait moved the cursor and cleans up")
