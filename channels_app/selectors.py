@@ -308,8 +308,8 @@ def channel_after_check(value: str) -> None:
 
 # --- events and presence ----------------------------------------------------------------------
 
-EVENTS_DEFAULT = 100
-EVENTS_MAX = 1000
+EVENTS_DEFAULT = PEEK_DEFAULT  # events are read like peek
+EVENTS_MAX = PEEK_MAX
 
 
 class EventItem(NamedTuple):

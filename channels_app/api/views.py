@@ -42,6 +42,22 @@ def parse_int_param(
     )
 
 
+def peek_window(request: Request) -> tuple[int | None, int]:
+    """``?after=&limit=`` of a list read like peek (messages, events): the first ``limit``
+    after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
+    after = parse_int_param(request, "after", code="INVALID_SEQ")
+    limit = parse_int_param(
+        request,
+        "limit",
+        code="INVALID_VALUE",
+        minimum=1,
+        maximum=selectors.PEEK_MAX,
+        default=selectors.PEEK_DEFAULT,
+    )
+    assert limit is not None  # it has a default
+    return after, limit
+
+
 def check_sender(request: Request, data: dict[str, Any]) -> None:
     claimed = data.pop("from", None)
     if claimed is not None and claimed != request.user.name:
@@ -145,15 +161,7 @@ class MessageListPostApi(APIView):
         summary="Peek or replay messages; never moves the cursor",
     )
     def get(self, request: Request, name: str) -> Response:
-        after = parse_int_param(request, "after", code="INVALID_SEQ")
-        limit = parse_int_param(
-            request,
-            "limit",
-            code="INVALID_VALUE",
-            minimum=1,
-            maximum=selectors.PEEK_MAX,
-            default=selectors.PEEK_DEFAULT,
-        )
+        after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
         messages = selectors.message_peek(channel=channel, after=after, limit=limit)
         cursor = services.cursor_get(agent=request.user, channel=channel)
@@ -314,15 +322,7 @@ class EventListPostApi(APIView):
     )
     def get(self, request: Request, name: str) -> Response:
         kind = request.query_params.get("type")
-        after = parse_int_param(request, "after", code="INVALID_SEQ")
-        limit = parse_int_param(
-            request,
-            "limit",
-            code="INVALID_VALUE",
-            minimum=1,
-            maximum=selectors.EVENTS_MAX,
-            default=selectors.EVENTS_DEFAULT,
-        )
+        after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
         items, more = selectors.events_read(
             channel=channel, viewer=request.user.name, type=kind, after=after, limit=limit
