@@ -53,6 +53,9 @@ class Channel(models.Model):
         max_length=16, choices=Visibility.choices, default=Visibility.OPEN
     )
     maintainer = models.CharField(max_length=64, blank=True)
+    # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
+    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["name"]
@@ -102,6 +105,10 @@ class Message(models.Model):
     # read's page and a stream's batch plan with, reading no text. A plan only: a page checks
     # the bytes it renders (a JSON column read back may be spelled a few bytes differently).
     json_size = models.PositiveIntegerField(default=0)
+    # Frontmatter keys an imported file carried beyond the reference's, in file order, as
+    # ``[[key, value], ...]``, kept verbatim: the folder writes them back after the reference's
+    # keys and the state summary classifies by them (``type: decision``) as the reference does.
+    frontmatter = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["channel_id", "seq"]

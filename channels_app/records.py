@@ -1,8 +1,9 @@
 """The record shapes of channels and messages, and the audit message's text: pure functions,
 one definition for the API, the live streams and (with the sync issue) the folder renderer.
 
-The API spells a message's ``ts`` with microseconds and its offset (``isoformat()``); the
-folder spells it to the second as the reference does (``agentchat.core.records.ts_seconds``).
+A message's ``ts`` and a channel's ``created_at`` are spelled as the reference writes them, to
+the second in UTC (``2026-11-29T15:46:20+00:00``), or as an imported file spelled them; the API
+and the synced folder give the same string (``message_ts``, ``channel_created``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,20 @@ from datetime import datetime
 from typing import Any
 
 from agentchat.core.encode import json_bytes
-from agentchat.core.records import ts_micros
+from agentchat.core.records import ts_micros, ts_seconds, ts_spelled
 from channels_app.models import Channel, Message, Presence
+
+
+def message_ts(message: Message) -> str:
+    """The message's time as the folder's ``ts:`` and the API spell it."""
+    return message.ts_text or ts_seconds(message.ts)
+
+
+def channel_created(channel: Channel) -> str | None:
+    """The channel's creation time as ``_meta.json``'s ``created`` and the API spell it."""
+    if channel.created_at is None:
+        return None
+    return ts_spelled(channel.created_at, channel.spellings, "created", ts_seconds)
 
 
 def channel_to_dict(channel: Channel) -> dict[str, Any]:
@@ -21,7 +34,7 @@ def channel_to_dict(channel: Channel) -> dict[str, Any]:
         "name": channel.name,
         "topic": channel.topic,
         "members": list(channel.members),
-        "created_at": channel.created_at.isoformat() if channel.created_at else None,
+        "created_at": channel_created(channel),
         "created_by": channel.created_by,
         "last_seq": channel.last_seq,
         "visibility": channel.visibility,
@@ -39,7 +52,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "status": message.status,
         "title": message.title,
         "body": message.body,
-        "ts": message.ts.isoformat(),
+        "ts": message_ts(message),
         "kind": message.kind,
         "conversation_id": message.conversation_id or None,
         "correlation_id": message.correlation_id or None,

@@ -26,6 +26,9 @@ class PathLock(models.Model):
     previous_owner = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     previous_expires_at = models.DateTimeField(null=True, blank=True)
     recovery_reason = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
+    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["channel_id", "lock_id"]

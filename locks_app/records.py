@@ -22,7 +22,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import is_expired, ts_micros
+from agentchat.core.records import is_expired, ts_micros, ts_spelled
 from locks_app.models import PathLock
 
 EVENT_LOCKED = "path.locked"
@@ -34,6 +34,13 @@ EVENT_FORCE_RELEASED = "path.lock.force_released"
 def lock_timestamp(value: datetime | None) -> str | None:
     """The one spelling of lock times: ``2026-11-29T15:46:20.123456+00:00``."""
     return None if value is None else ts_micros(value)
+
+
+def lock_time(lock: PathLock, field: str) -> str | None:
+    """One of a lock's times in its record: as an import kept it while it names the stored
+    instant, else as ``lock_timestamp`` spells it."""
+    value = getattr(lock, field)
+    return None if value is None else ts_spelled(value, lock.spellings, field, ts_micros)
 
 
 def lock_is_expired(lock: PathLock, now: datetime) -> bool:
@@ -56,15 +63,15 @@ def lock_to_dict(lock: PathLock) -> dict[str, Any]:
     """The lock record (REFERENCE-CLI §3.9), keys sorted as in the reference's file."""
     return {
         "channel": lock.channel.name,
-        "expires_at": lock_timestamp(lock.expires_at),
+        "expires_at": lock_time(lock, "expires_at"),
         "lock_id": lock.lock_id,
-        "locked_at": lock_timestamp(lock.locked_at),
+        "locked_at": lock_time(lock, "locked_at"),
         "owner": lock.owner,
         "paths": lock_paths(lock),
-        "previous_expires_at": lock_timestamp(lock.previous_expires_at),
+        "previous_expires_at": lock_time(lock, "previous_expires_at"),
         "previous_owner": lock.previous_owner,
         "recovery_reason": lock.recovery_reason,
-        "updated_at": lock_timestamp(lock.updated_at),
+        "updated_at": lock_time(lock, "updated_at"),
     }
 
 
@@ -83,7 +90,7 @@ def lock_conflict_to_dict(lock: PathLock, now: datetime) -> dict[str, Any]:
     return {
         "lock_id": lock.lock_id,
         "owner": lock.owner,
-        "expires_at": lock_timestamp(lock.expires_at),
+        "expires_at": lock_time(lock, "expires_at"),
         "expired": lock_is_expired(lock, now),
         "paths": lock_paths(lock),
     }

@@ -54,6 +54,9 @@ class Task(models.Model):
     updated_at_spelling = models.CharField(
         max_length=16, choices=Spelling.choices, default=Spelling.SECONDS
     )
+    # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
+    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    spellings = models.JSONField(default=dict, blank=True)
     # Bumped by every write: services update with ``revision=<read value>`` (compare-and-set).
     revision = models.PositiveIntegerField(default=1)
 
@@ -109,6 +112,9 @@ class Lease(models.Model):
     previous_owner = models.CharField(max_length=OWNER_MAX, blank=True, default="")
     previous_lease_expires_at = models.DateTimeField(null=True, blank=True)
     recovery_reason = models.TextField(blank=True, default="")
+    # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
+    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["lease_expires_at"]

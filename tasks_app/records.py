@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import ts_micros, ts_seconds
+from agentchat.core.records import ts_micros, ts_seconds, ts_spelled
 from tasks_app.models import Lease, Task
 
 # The reference's tasks/<id>.json keys, in its order (not sorted).
@@ -58,10 +58,16 @@ def lease_ts(value: datetime | None) -> str | None:
     return None if value is None else ts_micros(value)
 
 
+def lease_time(lease: Lease, field: str) -> str | None:
+    """One of a lease's times in its record: as an import kept it while it names the stored
+    instant, else as ``lease_ts`` spells it."""
+    value = getattr(lease, field)
+    return None if value is None else ts_spelled(value, lease.spellings, field, ts_micros)
+
+
 def task_updated_at(task: Task) -> str:
-    if task.updated_at_spelling == Task.Spelling.MICROSECONDS:
-        return ts_micros(task.updated_at)
-    return ts_seconds(task.updated_at)
+    spell = ts_micros if task.updated_at_spelling == Task.Spelling.MICROSECONDS else ts_seconds
+    return ts_spelled(task.updated_at, task.spellings, "updated_at", spell)
 
 
 def task_record(
@@ -80,7 +86,7 @@ def task_record(
         "depends_on": list(depends_on),
         "files_hint": list(task.files_hint),
         "acceptance": list(task.acceptance),
-        "lease_expires_at": lease_ts(lease.lease_expires_at) if lease is not None else None,
+        "lease_expires_at": lease_time(lease, "lease_expires_at") if lease is not None else None,
         "branch": task.branch or None,
         "updated_at": task_updated_at(task),
     }
@@ -92,11 +98,11 @@ def lease_record(lease: Lease, *, task_id: str, channel: str) -> dict[str, Any]:
         "task_id": task_id,
         "channel": channel,
         "owner": lease.owner,
-        "lease_expires_at": lease_ts(lease.lease_expires_at),
-        "claimed_at": lease_ts(lease.claimed_at),
-        "updated_at": lease_ts(lease.updated_at),
+        "lease_expires_at": lease_time(lease, "lease_expires_at"),
+        "claimed_at": lease_time(lease, "claimed_at"),
+        "updated_at": lease_time(lease, "updated_at"),
         "previous_owner": lease.previous_owner or None,
-        "previous_lease_expires_at": lease_ts(lease.previous_lease_expires_at),
+        "previous_lease_expires_at": lease_time(lease, "previous_lease_expires_at"),
         "recovery_reason": lease.recovery_reason or None,
     }
 

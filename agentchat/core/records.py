@@ -13,6 +13,7 @@ only its spelling is cut.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,29 @@ def ts_seconds(value: datetime) -> str:
 def ts_micros(value: datetime) -> str:
     """``2026-11-29T15:46:20.123456+00:00``."""
     return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def ts_parse(text: str) -> datetime | None:
+    """A timestamp as the reference reads one: ``datetime.fromisoformat`` with an explicit
+    offset (a final ``Z`` included); None for anything else."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def ts_spelled(
+    value: datetime, spellings: dict[str, Any] | None, field: str, spell: Callable[[datetime], str]
+) -> str:
+    """``value`` as a record spells it: the spelling an import kept for ``field`` (``+01:00``,
+    ``Z``, either precision) while it still names this very instant, else ``spell(value)``.
+    A write that changes the time makes the kept spelling stale, so it is never re-emitted for
+    a time it no longer names, and no service has to remember to drop it."""
+    kept = (spellings or {}).get(field)
+    if isinstance(kept, str) and ts_parse(kept) == value:
+        return kept
+    return spell(value)
 
 
 # The shortest lease or lock: a shorter one cannot be told apart from "now" in the records'

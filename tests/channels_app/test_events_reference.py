@@ -2,76 +2,29 @@
 parses the bodies we post, its ``event post`` writes the bytes we write, and its validator gives
 the code ours gives for a few thousand hostile events.
 
-The suite does not install the reference: these tests run when a virtualenv holding it is found
-(``AGENTCHAT_REFERENCE_VENV``, which ``.ci/run`` sets after installing
-``requirements-reference.txt``; else the bench's cache ``/tmp/agentchat-bench-refvenv``), are
-skipped otherwise, and fail under CI when it is missing. The message files written
-here follow REFERENCE-CLI §3.1 by hand, for this test only: the folder renderer is the sync's.
+The reference runs as ``tests.reference`` finds it (skipped without it, failing under CI).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from agentchat.core.errors import AppError
+from agentchat.folder import render
 from channels_app import events
 from channels_app.models import Message
-from tests.conftest import require_service
+from tests.reference import REF_PYTHON, ref, require_reference
 
 pytestmark = pytest.mark.django_db
-
-REF_VENV = Path(
-    os.environ.get("AGENTCHAT_REFERENCE_VENV")
-    or Path(tempfile.gettempdir()) / "agentchat-bench-refvenv"
-)
-REF_CLI = REF_VENV / "bin" / "agent-chat"
-REF_PYTHON = REF_VENV / "bin" / "python"
 
 
 @pytest.fixture(autouse=True)
 def reference_installed() -> None:
-    # Under CI (AGENTCHAT_REQUIRE_SERVICES=1, .ci/run installs it) a missing reference fails.
-    require_service(
-        "the reference CLI",
-        REF_CLI.exists(),
-        f"not installed in {REF_VENV} (set AGENTCHAT_REFERENCE_VENV; requirements-reference.txt)",
-    )
-
-
-def ref(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(REF_CLI), "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        timeout=60,
-        env={**os.environ, "TZ": "UTC"},
-    )
-
-
-def message_file(message: Message) -> tuple[str, str]:
-    """A message as the reference's ``post`` writes it (what the sync will render)."""
-    lines = [
-        "---",
-        f"seq: {message.seq}",
-        f"from: {message.sender}",
-        "to: all",
-        f"channel: {message.channel.name}",
-        f"ts: {message.ts.replace(microsecond=0).isoformat()}",
-        f"status: {message.status}",
-        f"title: {message.title}",
-        "---",
-        "",
-    ]
-    slug = message.title.replace(":", "-")
-    return f"{message.seq:04d}-{message.sender}-{slug}.md", "\n".join(lines) + message.body + "\n"
+    require_reference()
 
 
 def test_the_references_event_read_parses_the_events_we_post(api_for, tmp_path):
@@ -87,8 +40,8 @@ def test_the_references_event_read_parses_the_events_we_post(api_for, tmp_path):
     ours = bob.get("/api/v1/channels/room/events/").json()["events"]
     ref(tmp_path, "init", "room")
     for message in Message.objects.select_related("channel").order_by("seq"):
-        name, text = message_file(message)
-        (tmp_path / "room" / name).write_text(text, encoding="utf-8")
+        path = tmp_path / "room" / render.message_name(message)
+        path.write_bytes(render.message_bytes(message, channel="room"))
 
     every = ref(tmp_path, "event", "read", "room").stdout.splitlines()
     assert [json.loads(line) for line in every] == [item["event"] for item in ours]

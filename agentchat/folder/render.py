@@ -1,0 +1,137 @@
+"""The folder's files as the reference CLI writes them (REFERENCE-CLI §3): pure functions from a
+record to its path inside the channel folder and its bytes. The sync writes these; the state
+summary reads messages through ``message_text`` so that it sees exactly what the reference sees
+in a synced folder (its crude body extraction included).
+
+Messages (§3.3): ``<seq:04d>-<slug(from)>-<slug(title)>.md``; frontmatter lines ``key: value``
+in the reference's order ``seq, from, to, [reply_to], channel, ts, status, title`` with every
+run of CR/LF in a value collapsed to one space and nothing else escaped; ``to`` is the
+recipients joined with ``,`` or ``all`` for a broadcast; an empty status is ``discussion``; the
+body follows the closing ``---`` at once, its trailing whitespace stripped, one ``\\n`` after it.
+
+What the reference's frontmatter cannot hold is carried as extra keys after its own (its
+readers ignore keys they do not know): ``id`` (unless the server made it: ``msg_`` and 32 hex
+digits), ``conversation_id``, ``correlation_id``, ``content_type``, ``data`` and ``metadata``
+(compact JSON) when set, then the keys an imported file carried (``Message.frontmatter``),
+verbatim and in their order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from channels_app.models import Channel, Message
+from channels_app.records import channel_created, message_ts
+
+_SLUG_RUN = re.compile(r"[^a-z0-9]+")
+_LINE_BREAKS = re.compile(r"[\r\n]+")
+_SERVER_ID = re.compile(r"msg_[0-9a-f]{32}")
+SLUG_MAX = 40
+
+META_FILE = "_meta.json"
+CURSORS_DIR = ".cursors"
+# Created empty, as the reference's readers do, and never rewritten (REFERENCE-CLI §3.10).
+LOCK_FILES = ("_tasks.lock", ".path-locks.lock")
+STATE_FILE = "state.md"
+# The reference's message file: digits, a dash, anything, ``.md`` (REFERENCE-CLI §3.3).
+MESSAGE_NAME = re.compile(r"(\d+)-.*\.md", re.ASCII | re.DOTALL)
+
+
+def slug(text: str) -> str:
+    """The reference's slug: lowercase; each run outside ``[a-z0-9]`` becomes one ``-``; no
+    ``-`` at either end; at most 40 characters (then no trailing ``-``); ``msg`` when empty."""
+    cut = _SLUG_RUN.sub("-", text.lower()).strip("-")[:SLUG_MAX].rstrip("-")
+    return cut or "msg"
+
+
+def one_line(value: str) -> str:
+    """A frontmatter value: every run of CR/LF becomes one space (the reference's only
+    sanitizing, which keeps a value from forging a key)."""
+    return _LINE_BREAKS.sub(" ", value)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def message_name(message: Message) -> str:
+    return f"{message.seq:04d}-{slug(message.sender)}-{slug(message.title)}.md"
+
+
+def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, str]]:
+    """The message's frontmatter as (key, value) pairs, in the order written."""
+    pairs = [
+        ("seq", str(message.seq)),
+        ("from", message.sender),
+        ("to", ",".join(message.to) if message.to else "all"),
+    ]
+    if message.reply_to is not None:
+        pairs.append(("reply_to", str(message.reply_to)))
+    pairs += [
+        ("channel", channel),
+        ("ts", message_ts(message)),
+        ("status", message.status or "discussion"),
+        ("title", message.title),
+    ]
+    if not _SERVER_ID.fullmatch(message.id):
+        pairs.append(("id", message.id))
+    for key in ("conversation_id", "correlation_id", "content_type"):
+        if value := getattr(message, key):
+            pairs.append((key, value))
+    if message.data is not None:
+        pairs.append(("data", _compact(message.data)))
+    if message.metadata:
+        pairs.append(("metadata", _compact(message.metadata)))
+    pairs += [(str(key), str(value)) for key, value in message.frontmatter]
+    return pairs
+
+
+def message_text(message: Message, *, channel: str) -> str:
+    pairs = message_frontmatter(message, channel=channel)
+    lines = [f"{key}: {one_line(value)}" for key, value in pairs]
+    return "---\n" + "\n".join(lines) + "\n---\n" + message.body.rstrip() + "\n"
+
+
+def message_bytes(message: Message, *, channel: str) -> bytes:
+    return message_text(message, channel=channel).encode("utf-8")
+
+
+def meta_record(channel: Channel) -> dict[str, Any]:
+    """``_meta.json``'s keys in the reference's order; ``visibility`` only for a members-only
+    channel (the reference ignores it; an import restores it)."""
+    record: dict[str, Any] = {
+        "channel": channel.name,
+        "members": list(channel.members),
+        "topic": channel.topic,
+        "created": channel_created(channel),
+    }
+    if channel.visibility != Channel.Visibility.OPEN:
+        record["visibility"] = channel.visibility
+    return record
+
+
+def meta_bytes(channel: Channel) -> bytes:
+    """As the reference writes it: indent 2, ASCII escapes, no final newline."""
+    return json.dumps(meta_record(channel), indent=2).encode("ascii")
+
+
+def cursor_name(agent: str) -> str:
+    return f"{CURSORS_DIR}/{slug(agent)}.txt"
+
+
+def cursor_bytes(seq: int) -> bytes:
+    """A bare decimal, no newline."""
+    return str(seq).encode("ascii")
+
+
+def cursor_files(cursors: Iterable[tuple[str, int]]) -> dict[str, bytes]:
+    """``.cursors/<slug>.txt`` for (agent, seq) pairs: agents sharing a slug share a file,
+    which holds the higher seq."""
+    highest: dict[str, int] = {}
+    for agent, seq in cursors:
+        name = cursor_name(agent)
+        highest[name] = max(seq, highest.get(name, seq))
+    return {name: cursor_bytes(seq) for name, seq in sorted(highest.items())}

@@ -1,0 +1,30 @@
+"""The roof's one table: the state summaries that compaction stored (CLI "Channel state summary
+and compaction"). A summary is derived, never authoritative: compaction appends a row and posts
+its ``state.compacted`` audit; nothing else reads or deletes the sources because of it. The
+synced folder's ``state.md`` is the channel's latest row, as the reference writes it.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from channels_app.models import Channel
+
+
+class StateSnapshot(models.Model):
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="state_snapshots")
+    # The channel's last seq that the summary covers (before its own state.compacted audit).
+    last_seq = models.BigIntegerField()
+    markdown = models.TextField()
+    summary = models.JSONField()
+    compacted_at = models.DateTimeField()
+    compacted_by = models.CharField(max_length=200)
+    # The seq of the state.compacted audit message posted with it.
+    audit_seq = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["channel_id", "-id"]
+        indexes = [models.Index(fields=["channel", "-id"], name="state_snapshot_latest")]
+
+    def __str__(self) -> str:
+        return f"state of {self.channel} at #{self.last_seq}"
