@@ -296,7 +296,10 @@ def test_presence_is_the_latest_status_event_and_the_last_activity(alice, bob, r
     )
     assert (a["harness"], a["primitives"], a["capability_seq"]) == ("omp", ["wait"], 1)
     assert a["last_seq"] == said["seq"]  # the last thing it sent, event or not
-    assert a["last_sent_at"] == datetime.fromisoformat(said["ts"]).astimezone(UTC).isoformat()
+    # Presence keeps the microseconds; the message's ts is spelled to the second, as the folder.
+    sent = Message.objects.get(channel__name=room, seq=said["seq"]).ts
+    assert a["last_sent_at"] == sent.astimezone(UTC).isoformat(timespec="microseconds")
+    assert said["ts"] == sent.astimezone(UTC).isoformat(timespec="seconds")
     assert a["cursor"] is None and a["last_read_at"] is None
     assert a["last_active_at"] == a["last_sent_at"]
     b = presence["bob"]

@@ -108,14 +108,10 @@ def test_dependencies_check_on_a_long_chain_is_not_recursive():
     assert len(err.detail["cycle"]) == 5001
 
 
-def test_dependencies_check_is_linear_on_a_long_chain():
-    # Each step carried its whole path along: 50,000 links took 2.5 s of CPU, now 25 ms.
-    import time
-
+def test_dependencies_check_reports_the_whole_cycle_of_a_long_chain():
+    # Each step carried its whole path along (2.5 s of CPU for 50,000 links, now 25 ms; a
+    # speed is a bench figure, not a test's): the walk enters each node once.
     n = 50_000
     chain = {f"T{i}": [f"T{i - 1}"] if i else [] for i in range(n)}
-    started = time.process_time()
     err = _code(lambda: _check("T0", [f"T{n - 1}"], chain))
-    elapsed = time.process_time() - started
     assert err.detail["cycle"] == ["T0", *(f"T{i}" for i in range(n - 1, 0, -1)), "T0"]
-    assert elapsed < 0.5, elapsed
