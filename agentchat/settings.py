@@ -82,6 +82,10 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "agentchat.urls"
+# The dashboard's sign-in; after it, and after signing out, the channel list (or the form).
+LOGIN_URL = "dashboard:signin"
+LOGIN_REDIRECT_URL = "dashboard:channels"
+LOGOUT_REDIRECT_URL = "dashboard:signin"
 ASGI_APPLICATION = "agentchat.asgi.application"
 
 TEMPLATES = [

@@ -24,7 +24,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("agentchat.dashboard.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
 ]

@@ -1,14 +1,10 @@
-"""The pages of the project itself (the dashboard comes later)."""
+"""The project's own pages outside the dashboard: the 404 page."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-
-
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {"version": settings.VERSION})
 
 
 def not_found(request: HttpRequest) -> HttpResponse:

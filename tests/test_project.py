@@ -35,9 +35,11 @@ def test_database_is_configured_for_concurrent_writers():
         assert connection.settings_dict["OPTIONS"]["pool"]["max_size"] >= 4
 
 
-def test_front_page_names_server_version_and_docs(client, settings):
+@pytest.mark.django_db
+def test_the_help_page_names_server_version_and_docs(client, settings, django_user_model):
     settings.VERSION = "9.8.7-test"  # the page shows the setting, not a copy of its value
-    r = client.get("/")
+    client.force_login(django_user_model.objects.create_user("ann", password="pw"))
+    r = client.get("/help/")
     assert r.status_code == 200
     text = r.content.decode()
     assert "AgentChat server" in text

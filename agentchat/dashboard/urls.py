@@ -1,0 +1,23 @@
+"""The dashboard's routes, mounted at ``/``."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from agentchat.dashboard import views
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", views.channels, name="channels"),
+    path("help/", views.help_page, name="help"),
+    path(
+        "signin/",
+        auth_views.LoginView.as_view(
+            template_name="dashboard/signin.html", redirect_authenticated_user=True
+        ),
+        name="signin",
+    ),
+    path("signout/", auth_views.LogoutView.as_view(), name="signout"),
+]

@@ -1,0 +1,124 @@
+"""The dashboard's first pages through Django's test client (session and CSRF middleware on):
+sign-in, the human identity it makes, the channel list and its create form."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from agentchat.core.models import Agent
+from agentchat.dashboard.identity import human_agent, human_name
+from channels_app import services
+from channels_app.models import Channel, Cursor
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ann(django_user_model):
+    return django_user_model.objects.create_user("Ann Lee", password="s3cret-pw")
+
+
+@pytest.fixture
+def browser(ann) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(ann)
+    return client
+
+
+@pytest.mark.parametrize("path", ["/", "/help/", "/?after=x"])
+def test_anonymous_pages_redirect_to_the_sign_in_form(client, path):
+    r = client.get(path)
+    assert r.status_code == 302
+    assert r["Location"].startswith("/signin/?next=")
+
+
+def test_signing_in_makes_the_human_agent_and_opens_the_channel_list(ann):
+    client = Client(enforce_csrf_checks=True)
+    form = client.get("/signin/")
+    assert form.status_code == 200
+    token = form.cookies["csrftoken"].value
+    bad = client.post(
+        "/signin/", {"username": "Ann Lee", "password": "no", "csrfmiddlewaretoken": token}
+    )
+    assert bad.status_code == 200 and b"do not match" in bad.content
+    r = client.post(
+        "/signin/", {"username": "Ann Lee", "password": "s3cret-pw", "csrfmiddlewaretoken": token}
+    )
+    assert (r.status_code, r["Location"]) == (302, "/")
+    page = client.get("/")
+    assert page.status_code == 200
+    agent = Agent.objects.get(user=ann)
+    assert (agent.name, agent.kind) == ("ann-lee", Agent.Kind.HUMAN)
+    assert b"ann-lee" in page.content
+
+
+def test_a_sign_in_without_the_csrf_token_is_refused(ann):
+    client = Client(enforce_csrf_checks=True)
+    r = client.post("/signin/", {"username": "Ann Lee", "password": "s3cret-pw"})
+    assert r.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("username", "name"),
+    [("Ann Lee", "ann-lee"), ("bob@example.com", "bob-example.com"), ("__x__", "x"),
+     ("Ünïcode", "n-code"), ("...", "user-7"), ("a" * 150, "a" * 54)],
+)  # fmt: skip
+def test_human_names_follow_the_agent_name_rule(username, name):
+    assert human_name(username, user_id=7) == name
+
+
+def test_an_existing_agent_is_never_linked_implicitly(django_user_model):
+    taken = Agent.objects.create(name="bob")
+    user = django_user_model.objects.create_user("bob", password="pw")
+    agent = human_agent(user)
+    assert agent.name == "bob.human" and agent.user == user and agent.kind == Agent.Kind.HUMAN
+    taken.refresh_from_db()
+    assert taken.user is None
+    assert human_agent(user) == agent  # made once
+
+
+def test_the_list_shows_what_the_human_may_see_with_unread_counts(browser, ann):
+    me = human_agent(ann)
+    Agent.objects.create(name="alice")
+    services.channel_create(name="open-room", created_by="alice", topic="hello <b>x</b>")
+    services.channel_create(
+        name="secret", created_by="alice", members=["alice"], visibility="members"
+    )
+    mine = services.channel_create(name="mine", created_by=me.name, members=[me.name, "alice"])
+    room = Channel.objects.get(name="open-room")
+    for n in range(3):
+        services.message_post(channel=room, sender="alice", title=f"m{n}")
+    services.message_post(channel=mine, sender=me.name, title="my own")
+    page = browser.get("/").content.decode()
+    assert "open-room" in page and "mine" in page
+    assert "secret" not in page
+    assert "hello &lt;b&gt;x&lt;/b&gt;" in page  # escaped
+    assert '<span class="badge" title="unread messages for you">3</span>' in page
+    assert "my own" in page  # the last message of each channel
+    assert not Cursor.objects.filter(agent=me).exists()  # looking marks nothing read
+
+
+def test_creating_a_channel_from_the_form(browser, ann):
+    token = browser.get("/").cookies["csrftoken"].value
+    r = browser.post(
+        "/", {"name": "new-room", "topic": "t", "members": "", "csrfmiddlewaretoken": token}
+    )
+    assert r.status_code == 302
+    channel = Channel.objects.get(name="new-room")
+    assert channel.created_by == human_agent(ann).name
+    again = browser.post("/", {"name": "NEW-room", "csrfmiddlewaretoken": token})
+    assert again.status_code == 400 and b"already exists" in again.content
+    bad = browser.post("/", {"name": "bad name\x00", "csrfmiddlewaretoken": token})
+    assert bad.status_code == 400
+    assert Channel.objects.count() == 1
+
+
+def test_the_create_form_needs_the_csrf_token(browser):
+    assert browser.post("/", {"name": "x"}).status_code == 403
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize("after", ["%ff", "%ED%B3%BF", "a%00", "x" * 5000, "..%2F", "a%0A"])
+def test_a_hostile_page_cursor_is_a_400(browser, after):
+    assert browser.get("/", QUERY_STRING=f"after={after}").status_code == 400
