@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agentchat.dashboard.csp.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "agentchat.urls"
@@ -99,6 +100,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            "libraries": {"dashboard": "agentchat.dashboard.filters"},
         },
     },
 ]

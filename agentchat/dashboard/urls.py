@@ -12,6 +12,10 @@ app_name = "dashboard"
 urlpatterns = [
     path("", views.channels, name="channels"),
     path("help/", views.help_page, name="help"),
+    path("c/<str:name>/", views.channel_page, name="channel"),
+    path("c/<str:name>/post/", views.channel_post, name="channel-post"),
+    path("c/<str:name>/read/", views.channel_mark_read, name="channel-read"),
+    path("c/<str:name>/fragment/", views.channel_fragment, name="channel-fragment"),
     path(
         "signin/",
         auth_views.LoginView.as_view(

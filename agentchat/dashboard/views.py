@@ -10,16 +10,21 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
 from agentchat.core.errors import AppError
+from agentchat.core.models import Agent
+from agentchat.core.validation import int_parse
 from agentchat.dashboard.identity import human_agent
+from agentchat.dashboard.markdown import markdown_html
 from channels_app import services
-from channels_app.models import Message
-from channels_app.selectors import channel_after_check, channel_list
+from channels_app.models import Channel, Message
+from channels_app.selectors import channel_after_check, channel_get, channel_list, unread_count
+from channels_app.services import cursor_get
 
 PAGE_CHANNELS = 200
 
@@ -50,7 +55,7 @@ def channels(request: HttpRequest) -> HttpResponse:
         except AppError as exc:
             error = exc
         else:
-            return redirect(f"{reverse('dashboard:channels')}#channel-{created.name}")
+            return redirect("dashboard:channel", created.name)
     after = request.GET.get("after") or None
     try:
         if after is not None:
@@ -83,4 +88,160 @@ def help_page(request: HttpRequest) -> HttpResponse:
         request,
         "dashboard/help.html",
         {"agent": human_agent(request.user), "version": settings.VERSION},
+    )
+
+
+PAGE_MESSAGES = 50
+FRAGMENT_MESSAGES = 50
+
+
+def _channel_or_404(request: HttpRequest, name: str) -> tuple[Agent, Channel]:
+    agent = human_agent(request.user)
+    try:
+        return agent, channel_get(name, viewer=agent.name)
+    except AppError:
+        raise Http404(f"no channel {name!r}") from None
+
+
+def _seq_param(request: HttpRequest, key: str, source: Any) -> int | None:
+    minimum = 1 if key == "reply_to" else 0
+    return int_parse(source.get(key), field=key, code="INVALID_SEQ", minimum=minimum)
+
+
+def _shown_messages(
+    agent: Agent, channel: Channel, messages: list[Message]
+) -> list[dict[str, Any]]:
+    """The messages as the page shows them: rendered bodies, the sender's kind, the parent a
+    reply quotes (parents off the page are loaded in one query)."""
+    parents_wanted = {m.reply_to for m in messages if m.reply_to is not None}
+    on_page = {m.seq: m for m in messages}
+    missing = parents_wanted - on_page.keys()
+    parents = dict(on_page)
+    if missing:
+        parents.update(
+            (m.seq, m)
+            for m in Message.objects.filter(channel=channel, seq__in=missing).only(
+                "seq", "sender", "title", "body"
+            )
+        )
+    kinds = dict(
+        Agent.objects.filter(name__in={m.sender for m in messages}).values_list("name", "kind")
+    )
+    shown = []
+    for message in messages:
+        parent = parents.get(message.reply_to) if message.reply_to is not None else None
+        shown.append(
+            {
+                "m": message,
+                "html": mark_safe(markdown_html(message.body)),
+                "kind": kinds.get(message.sender, "unknown"),
+                "relevant": message.is_relevant_to(agent.name),
+                "parent": parent,
+                "parent_excerpt": (parent.body.strip().splitlines() or [""])[0][:160]
+                if parent is not None
+                else "",
+            }
+        )
+    return shown
+
+
+@login_required
+@require_http_methods(["GET"])
+def channel_page(request: HttpRequest, name: str) -> HttpResponse:
+    """A channel's latest messages (or those before ``?before=``), the first one I have not
+    read marked, a post form. Opening it moves no cursor."""
+    agent, channel = _channel_or_404(request, name)
+    try:
+        before = _seq_param(request, "before", request.GET)
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    rows = Message.objects.filter(channel=channel)
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
+    messages = list(rows.order_by("-seq")[:PAGE_MESSAGES])
+    messages.reverse()
+    for message in messages:
+        message.channel = channel
+    cursor = cursor_get(agent=agent, channel=channel)
+    shown = _shown_messages(agent, channel, messages)
+    first_unread = next(
+        (item["m"].seq for item in shown if item["m"].seq > cursor and item["relevant"]), None
+    )
+    return render(
+        request,
+        "dashboard/channel.html",
+        {
+            "agent": agent,
+            "channel": channel,
+            "messages": shown,
+            "first_unread": first_unread,
+            "cursor": cursor,
+            "unread": unread_count(channel=channel, agent=agent, cursor=cursor),
+            "highest": messages[-1].seq if messages else 0,
+            "older": messages[0].seq if messages and messages[0].seq > 1 else None,
+            "live": before is None,
+            "reply_to": request.GET.get("reply_to", ""),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def channel_post(request: HttpRequest, name: str) -> HttpResponse:
+    """Post as me; back to the channel at the new message."""
+    agent, channel = _channel_or_404(request, name)
+    form = request.POST
+    try:
+        reply_to = _seq_param(request, "reply_to", form)
+        to = [n.strip() for n in form.get("to", "").split(",") if n.strip()]
+        message, _ = services.message_post(
+            channel=channel,
+            sender=agent.name,
+            title=form.get("title", "").strip(),
+            body=form.get("body", ""),
+            to=to,
+            reply_to=reply_to,
+            status=form.get("status", "").strip() or "discussion",
+        )
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    return redirect(f"{reverse('dashboard:channel', args=[channel.name])}#m-{message.seq}")
+
+
+@login_required
+@require_http_methods(["POST"])
+def channel_mark_read(request: HttpRequest, name: str) -> HttpResponse:
+    """Mark read up to the highest seq the page showed (never the channel's max, never back)."""
+    agent, channel = _channel_or_404(request, name)
+    try:
+        seq = _seq_param(request, "seq", request.POST)
+        if seq is None:
+            raise AppError("INVALID_SEQ", "seq is required", detail={"field": "seq"})
+        if seq > cursor_get(agent=agent, channel=channel):
+            services.cursor_ack(channel=channel, agent=agent, seq=seq)
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    return redirect("dashboard:channel", channel.name)
+
+
+@require_http_methods(["GET"])
+def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
+    """The messages after ``?after=`` as HTML for the live page (what a websocket frame makes it
+    fetch: the page never inserts a frame's own body). 403 when not signed in."""
+    if not request.user.is_authenticated:
+        return HttpResponse("sign in first", status=403, content_type="text/plain")
+    agent, channel = _channel_or_404(request, name)
+    try:
+        after = _seq_param(request, "after", request.GET) or 0
+    except AppError as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain")
+    messages = list(
+        Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:FRAGMENT_MESSAGES]
+    )
+    for message in messages:
+        message.channel = channel
+    return render(
+        request,
+        "dashboard/_messages.html",
+        {"agent": agent, "channel": channel, "messages": _shown_messages(agent, channel, messages)},
     )

@@ -122,3 +122,109 @@ def test_the_create_form_needs_the_csrf_token(browser):
 @pytest.mark.parametrize("after", ["%ff", "%ED%B3%BF", "a%00", "x" * 5000, "..%2F", "a%0A"])
 def test_a_hostile_page_cursor_is_a_400(browser, after):
     assert browser.get("/", QUERY_STRING=f"after={after}").status_code == 400
+
+
+@pytest.fixture
+def room(ann):
+    Agent.objects.create(name="alice")
+    channel = services.channel_create(name="room", created_by="alice", topic="the room")
+    return channel
+
+
+def _token(client: Client) -> str:
+    return client.get("/").cookies["csrftoken"].value
+
+
+def test_the_channel_page_shows_messages_threads_and_the_first_unread(browser, ann, room):
+    me = human_agent(ann)
+    first, _ = services.message_post(
+        channel=room, sender="alice", title="Question", body="Why **x**?"
+    )
+    services.cursor_ack(channel=room, agent=me, seq=first.seq)
+    services.message_post(channel=room, sender="alice", title="to bob", to=["bob"])
+    services.message_post(
+        channel=room, sender="alice", title="Answer", body="<script>alert(1)</script>", reply_to=1
+    )
+    page = browser.get("/c/room/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "<strong>x</strong>" in text  # markdown rendered
+    assert "<script>alert(1)</script>" not in text and "&lt;script&gt;" in text
+    assert 'href="#m-1"' in text and "↪ #1 alice: Question" in text  # the reply quotes its parent
+    assert "→ bob" in text and "→ everyone" in text
+    # the first unread relevant message (#2 is bob's, not mine) is #3
+    assert text.index('id="first-unread"') < text.index('id="m-3"')
+    assert text.index('id="m-2"') < text.index('id="first-unread"')
+    assert "default-src 'self'" in page["Content-Security-Policy"]
+    assert Cursor.objects.get(agent=me, channel=room).seq == 1  # opening moved nothing
+
+
+def test_mark_read_acks_the_highest_seq_shown_never_back(browser, ann, room):
+    me = human_agent(ann)
+    for n in range(3):
+        services.message_post(channel=room, sender="alice", title=f"m{n}")
+    token = _token(browser)
+    assert (
+        browser.post("/c/room/read/", {"seq": "2", "csrfmiddlewaretoken": token}).status_code == 302
+    )
+    assert Cursor.objects.get(agent=me, channel=room).seq == 2
+    browser.post("/c/room/read/", {"seq": "1", "csrfmiddlewaretoken": token})
+    assert Cursor.objects.get(agent=me, channel=room).seq == 2
+    for bad in ("", "x", "99", "-1", "٣"):
+        r = browser.post("/c/room/read/", {"seq": bad, "csrfmiddlewaretoken": token})
+        assert r.status_code == 400, bad
+    assert browser.post("/c/room/read/", {"seq": "3"}).status_code == 403  # no CSRF token
+    assert Cursor.objects.get(agent=me, channel=room).seq == 2
+
+
+def test_posting_from_the_page_posts_as_me(browser, ann, room):
+    token = _token(browser)
+    services.message_post(channel=room, sender="alice", title="Q")
+    r = browser.post(
+        "/c/room/post/",
+        {"title": "Re: Q", "body": "yes", "to": "alice", "reply_to": "1", "status": "ack",
+         "csrfmiddlewaretoken": token},
+    )  # fmt: skip
+    assert r.status_code == 302 and r["Location"] == "/c/room/#m-2"
+    posted = room.messages.get(seq=2)
+    assert (posted.sender, posted.to, posted.reply_to, posted.status) == (
+        human_agent(ann).name,
+        ["alice"],
+        1,
+        "ack",
+    )
+    refused = [
+        {"title": ""},
+        {"title": "x", "reply_to": "77"},
+        {"title": "x\u0000"},
+        {"title": "x", "to": "Not A Name"},
+        {"title": "x", "status": "event.status"},
+    ]
+    for bad in refused:
+        assert (
+            browser.post("/c/room/post/", {**bad, "csrfmiddlewaretoken": token}).status_code == 400
+        )
+    assert room.messages.count() == 2
+
+
+def test_a_members_only_channel_is_a_404_to_a_non_member(browser, room):
+    services.channel_create(
+        name="hidden", created_by="alice", members=["alice"], visibility="members"
+    )
+    for path in ("/c/hidden/", "/c/hidden/fragment/", "/c/nope/"):
+        assert browser.get(path).status_code == 404, path
+    token = _token(browser)
+    assert (
+        browser.post("/c/hidden/post/", {"title": "x", "csrfmiddlewaretoken": token}).status_code
+        == 404
+    )
+
+
+def test_the_fragment_is_the_html_after_a_seq_and_403_when_signed_out(client, browser, room):
+    for n in range(3):
+        services.message_post(channel=room, sender="alice", title=f"m{n}", body="**b**")
+    html = browser.get("/c/room/fragment/", {"after": "1"}).content.decode()
+    assert 'id="m-1"' not in html and 'id="m-2"' in html and 'id="m-3"' in html
+    assert "<strong>b</strong>" in html
+    assert client.get("/c/room/fragment/").status_code == 403
+    assert browser.get("/c/room/fragment/", {"after": "x"}).status_code == 400
