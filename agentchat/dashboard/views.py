@@ -5,6 +5,7 @@ API lane). Every page needs a signed-in user, who acts as their human agent
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -16,15 +17,25 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
+from agentchat.core import clock
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
+from agentchat.core.records import ts_parse
 from agentchat.core.validation import int_parse
 from agentchat.dashboard.identity import human_agent
 from agentchat.dashboard.markdown import markdown_html
 from channels_app import services
-from channels_app.models import Channel, Message
-from channels_app.selectors import channel_after_check, channel_get, channel_list, unread_count
+from channels_app.models import Channel, Message, Presence
+from channels_app.selectors import (
+    channel_after_check,
+    channel_get,
+    channel_list,
+    channels_visible_to,
+    unread_count,
+)
 from channels_app.services import cursor_get
+from locks_app.selectors import lock_id_check, lock_page
+from tasks_app.selectors import task_after_check, task_page
 
 PAGE_CHANNELS = 200
 
@@ -133,7 +144,10 @@ def _shown_messages(
         shown.append(
             {
                 "m": message,
-                "html": mark_safe(markdown_html(message.body)),
+                # Audit and event bodies are JSON records: shown as such, not as markdown.
+                "html": mark_safe(markdown_html(message.body))  # sanitized by nh3
+                if message.kind == Message.Kind.MESSAGE
+                else None,
                 "kind": kinds.get(message.sender, "unknown"),
                 "relevant": message.is_relevant_to(agent.name),
                 "parent": parent,
@@ -245,3 +259,118 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
         "dashboard/_messages.html",
         {"agent": agent, "channel": channel, "messages": _shown_messages(agent, channel, messages)},
     )
+
+
+BOARD_COLUMNS = {
+    "open": "Open",
+    "in_progress": "In progress",
+    "blocked": "Blocked",
+    "done": "Done",
+    "cancelled": "Cancelled",
+}
+
+
+def _expiry(text: str | None, now: datetime) -> dict[str, Any] | None:
+    if not text:
+        return None
+    at = ts_parse(text)
+    return {"text": text, "at": at, "expired": at is not None and at <= now}
+
+
+@login_required
+@require_http_methods(["GET"])
+def channel_tasks(request: HttpRequest, name: str) -> HttpResponse:
+    """The tasks board: a column per status; owners, leases counting down (expired ones
+    flagged), dependencies and what blocks each task; ready tasks stand out."""
+    agent, channel = _channel_or_404(request, name)
+    after = request.GET.get("after") or None
+    try:
+        if after is not None:
+            task_after_check(after)
+        page = task_page(channel=channel, after=after)
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    now = clock.now()
+    columns: dict[str, list[dict[str, Any]]] = {status: [] for status in BOARD_COLUMNS}
+    for part in page.parts:
+        task = json.loads(part)
+        task["expiry"] = _expiry(task["lease_expires_at"], now)
+        task["is_ready"] = task["ready"] and task["status"] in ("open", "blocked")
+        columns.setdefault(task["status"], []).append(task)
+    return render(
+        request,
+        "dashboard/tasks.html",
+        {
+            "agent": agent,
+            "channel": channel,
+            "columns": [
+                (status, label, columns[status]) for status, label in BOARD_COLUMNS.items()
+            ],
+            "more": page.more,
+            "next": page.next,
+            "tab": "tasks",
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET"])
+def channel_locks(request: HttpRequest, name: str) -> HttpResponse:
+    """The channel's path locks, active and expired: owner, paths, expiry."""
+    agent, channel = _channel_or_404(request, name)
+    after = request.GET.get("after") or None
+    try:
+        page = lock_page(channel=channel, after=lock_id_check(after) if after else None)
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    now = clock.now()
+    locks = []
+    for part in page.parts:
+        lock = json.loads(part)
+        lock["expiry"] = _expiry(lock["expires_at"], now)
+        locks.append(lock)
+    return render(
+        request,
+        "dashboard/locks.html",
+        {
+            "agent": agent,
+            "channel": channel,
+            "locks": locks,
+            "more": page.more,
+            "next": page.next,
+            "tab": "locks",
+        },
+    )
+
+
+PRESENCE_ROWS = 5000
+
+
+@login_required
+@require_http_methods(["GET"])
+def agents(request: HttpRequest) -> HttpResponse:
+    """Every agent with its presence across the channels I may see: last seen, the latest
+    status event, the latest capabilities."""
+    me = human_agent(request.user)
+    visible = channels_visible_to(me.name)
+    rows = (
+        Presence.objects.filter(channel__in=visible)
+        .select_related("channel")
+        .order_by("-last_sent_at")[:PRESENCE_ROWS]
+    )
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        seen = latest.setdefault(
+            row.agent, {"last_sent_at": row.last_sent_at, "channel": row.channel.name}
+        )
+        if "status" not in seen and row.status:
+            seen.update(status=row.status, detail=row.detail, status_channel=row.channel.name)
+        if "primitives" not in seen and row.primitives is not None:
+            seen.update(primitives=row.primitives, harness=row.harness)
+    people = []
+    for item in Agent.objects.order_by("name").values("name", "kind", "harness", "last_seen")[
+        :PRESENCE_ROWS
+    ]:
+        people.append({**item, **latest.pop(item["name"], {})})
+    people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
+    return render(request, "dashboard/agents.html", {"agent": me, "people": people})

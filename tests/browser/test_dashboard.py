@@ -16,6 +16,8 @@ from django.conf import settings
 
 from agentchat.core.services import agent_get_or_create, token_create
 from channels_app import services
+from locks_app import services as locks
+from tasks_app import services as tasks
 from tests.conftest import auth, require_service
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,7 +54,13 @@ def team(live, django_user_model):
     django_user_model.objects.create_user("ann", password="a-long-password")
     alice = agent_get_or_create(name="alice")
     token = token_create(agent=alice)
-    services.channel_create(name="room", created_by="alice", topic="payments rollout")
+    room = services.channel_create(name="room", created_by="alice", topic="payments rollout")
+    tasks.task_create(channel=room, task_id="T-1", title="Payments schema", created_by="alice")
+    tasks.task_create(
+        channel=room, task_id="T-2", title="POST /payments", created_by="alice", depends_on=["T-1"]
+    )
+    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", lease_seconds=900)
+    locks.lock_acquire(channel=room, owner="alice", paths=["api/payments.py"], lease_seconds=600)
     return live, token
 
 
@@ -90,9 +98,10 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(ch
     page.wait_for_selector(f"#m-{first['seq']}")
     page.wait_for_function("() => window.__socketOpen === true", timeout=5000)
 
+    unread = int(page.locator("#unread-count").get_attribute("data-unread"))
     second = _post(live, token, title="Live one", body="arrives *without* reload")
     page.wait_for_selector(f"#m-{second['seq']} .body em", timeout=ARRIVAL_MS)
-    assert page.locator("#unread-count").inner_text() == "2 unread"  # counted on arrival
+    assert page.locator("#unread-count").inner_text() == f"{unread + 1} unread"  # on arrival
     assert page.locator("#mark-read-seq").get_attribute("value") == str(second["seq"])
     _shots(page, "channel")
 
@@ -100,21 +109,38 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(ch
     page.fill("input[name=title]", "Re: Kickoff")
     page.fill("textarea[name=body]", "Sounds good")
     page.click(".post-form button[type=submit]")
-    page.wait_for_url(f"{live.url}/c/room/#m-3")
-    parent = page.locator("#m-3 a.parent")
+    reply = second["seq"] + 1
+    page.wait_for_url(f"{live.url}/c/room/#m-{reply}")
+    parent = page.locator(f"#m-{reply} a.parent")
     assert parent.get_attribute("href") == f"#m-{first['seq']}"
     assert "Kickoff" in parent.inner_text()
-    assert page.locator("#m-3 .kind").inner_text().strip().lower() == "human"
+    assert page.locator(f"#m-{reply} .kind").inner_text().strip().lower() == "human"
 
     page.goto(f"{live.url}/")
     badge = page.locator("#channel-room .badge")
-    assert badge.inner_text() == "2"  # opening the channel marked nothing read
+    assert badge.inner_text() == str(unread + 1)  # opening the channel marked nothing read
     _shots(page, "channels")
     page.goto(f"{live.url}/c/room/")
     page.click("#mark-read")
     page.wait_for_url(f"{live.url}/c/room/")
     page.goto(f"{live.url}/")
     assert page.locator("#channel-room .badge").count() == 0
+
+    page.click("#channel-room a")
+    page.click("nav.tabs >> text=Tasks")
+    assert "T-1 (in_progress)" in page.locator("#task-T-2").inner_text()
+    countdown = page.locator("#task-T-1 time.countdown")
+    first = countdown.inner_text()
+    page.wait_for_function(
+        "t => document.querySelector('#task-T-1 time.countdown').textContent !== t", arg=first
+    )  # it counts down
+    _shots(page, "tasks")
+    page.click("nav.tabs >> text=Locks")
+    assert "api/payments.py" in page.locator("table.table").inner_text()
+    _shots(page, "locks")
+    page.click("header nav >> text=Agents")
+    assert page.locator("#agent-alice").count() == 1
+    _shots(page, "agents")
 
 
 def _assert_nothing_ran(page) -> None:

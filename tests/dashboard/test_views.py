@@ -228,3 +228,65 @@ def test_the_fragment_is_the_html_after_a_seq_and_403_when_signed_out(client, br
     assert "<strong>b</strong>" in html
     assert client.get("/c/room/fragment/").status_code == 403
     assert browser.get("/c/room/fragment/", {"after": "x"}).status_code == 400
+
+
+def test_the_tasks_board_groups_by_status_with_leases_and_blockers(browser, room, clock):
+    from tasks_app import services as tasks
+
+    tasks.task_create(channel=room, task_id="T-1", title="Schema", created_by="alice")
+    tasks.task_create(
+        channel=room, task_id="T-2", title="API", created_by="alice", depends_on=["T-1"]
+    )
+    tasks.task_create(channel=room, task_id="T-3", title="Docs <i>x</i>", created_by="alice")
+    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", lease_seconds=60)
+    tasks.lease_claim(channel=room, task_id="T-3", actor="alice", lease_seconds=60)
+    clock.advance(120)  # both leases expired
+    page = browser.get("/c/room/tasks/")
+    assert page.status_code == 200
+    text = page.content.decode().replace("\xa0", " ")  # Django's "2\xa0minutes"
+    column = {
+        status: text.index(f'id="col-{status}"') for status in ("open", "in_progress", "blocked")
+    }
+    assert column["open"] < text.index('id="task-T-2"') < column["in_progress"]
+    assert column["in_progress"] < text.index('id="task-T-1"') < column["blocked"]
+    assert "T-1 (in_progress)" in text  # what blocks T-2
+    assert (
+        'class="task lease-expired"' in text and "expired 1 minute ago" in text
+    )  # 60 s leases, 120 s later
+    assert "Docs &lt;i&gt;x&lt;/i&gt;" in text
+    assert browser.get("/c/room/tasks/", {"after": "bad id!"}).status_code == 400
+
+
+def test_the_locks_page_lists_active_and_expired_locks(browser, room, clock):
+    from locks_app import services as locks
+
+    held = locks.lock_acquire(
+        channel=room, owner="alice", paths=["src/api.py", "docs"], lease_seconds=600
+    )
+    gone = locks.lock_acquire(channel=room, owner="alice", paths=["old.txt"], lease_seconds=1)
+    clock.advance(5)
+    text = browser.get("/c/room/locks/").content.decode().replace("\xa0", " ")
+    assert f'id="lock-{held.lock_id}" class=""' in text
+    assert f'id="lock-{gone.lock_id}" class="expired"' in text
+    assert "<code>src/api.py</code>" in text and "in 9 minutes" in text
+    assert browser.get("/c/room/locks/", {"after": "bad id!"}).status_code == 400
+
+
+def test_the_agents_page_shows_presence_across_visible_channels(browser, ann, room):
+    services.event_post(
+        channel=room, agent="alice", type="status", harness="omp", status="busy", detail="T-1"
+    )
+    services.event_post(
+        channel=room, agent="alice", type="capability", harness="omp", primitives=["wait"]
+    )
+    Agent.objects.create(name="carol")
+    services.channel_create(name="hid", created_by="carol", members=["carol"], visibility="members")
+    services.event_post(channel=Channel.objects.get(name="hid"), agent="carol", type="status",
+                        harness="x", status="blocked")  # fmt: skip
+    text = browser.get("/agents/").content.decode()
+    alice = text[text.index('id="agent-alice"') :]
+    alice = alice[: alice.index("</tr>")]
+    assert "busy" in alice and "T-1" in alice and "wait" in alice
+    carol = text[text.index('id="agent-carol"') :]
+    assert "blocked" not in carol[: carol.index("</tr>")]  # seen only in a channel I cannot see
+    assert 'id="agent-ann-lee"' in text
