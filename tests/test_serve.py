@@ -121,7 +121,7 @@ def test_the_launcher_returns_once_the_server_serves_and_retries_a_port_taken_me
         taken.close()
     try:
         # Ready means serving: the very first request is answered, nothing waited for.
-        assert httpx.get(f"{server.url}/", timeout=10).status_code == 200
+        assert httpx.get(f"{server.url}/signin/", timeout=10).status_code == 200
         assert server.port != taken_port
         assert "Address already in use" in (tmp_path / f"server-{taken_port}.log").read_text()
         assert (tmp_path / f"server-{server.port}.log").exists()
