@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from agentchat import views
 from agentchat.core.errors import AppError, error_http_response, internal_error
+from agentchat.state import api as state_api
 
 admin.site.site_header = "AgentChat administration"
 admin.site.site_title = "AgentChat admin"
@@ -18,6 +19,13 @@ api_v1 = [
     path("", include("channels_app.api.urls")),
     path("", include("tasks_app.api.urls")),
     path("", include("locks_app.api.urls")),
+    path("channels/<str:name>/state/", state_api.StateApi.as_view(), name="channel-state"),
+    path(
+        "channels/<str:name>/state/snapshot/",
+        state_api.SnapshotApi.as_view(),
+        name="channel-state-snapshot",
+    ),
+    path("channels/<str:name>/compact/", state_api.CompactApi.as_view(), name="channel-compact"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

@@ -81,9 +81,10 @@ def message_dict_json(data: dict[str, Any]) -> bytes:
     return json_bytes(data)
 
 
-def audit_title(event: str, subject: str) -> str:
-    """An audit message's title, as the reference writes it: ``<event> <subject>``."""
-    return f"{event} {subject}"
+def audit_title(event: str, subject: str | None) -> str:
+    """An audit message's title, as the reference writes it: ``<event> <subject>``, or the
+    event alone for an audit about the whole channel (``state.compacted``)."""
+    return event if subject is None else f"{event} {subject}"
 
 
 def audit_body(payload: dict[str, Any]) -> str:

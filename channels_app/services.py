@@ -508,15 +508,18 @@ def audit_post(
     channel: Channel,
     actor: str,
     event: str,
-    subject: str,
+    subject: str | None,
     payload: dict[str, Any],
     access_change: bool = False,
+    ts: datetime | None = None,
 ) -> Message:
     """Post the audit message of a task, lease, lock or channel mutation, in the caller's
     transaction.
 
     The reference CLI's format (REFERENCE-CLI §3.13): a broadcast whose status is the event,
-    titled ``<event> <subject>``, with the payload as key-sorted, indented JSON.
+    titled ``<event> <subject>`` (the event alone when ``subject`` is None), with the payload
+    as key-sorted, indented JSON. ``ts`` (default now) lets the message carry the instant its
+    payload names.
     """
     message, _ = message_post(
         channel=channel,
@@ -527,6 +530,7 @@ def audit_post(
         status=event,
         kind=Message.Kind.AUDIT,
         access_change=access_change,
+        ts=ts,
     )
     return message
 

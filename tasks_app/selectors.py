@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
@@ -109,6 +109,21 @@ def task_list(
     the state summary; the API pages with ``task_page``). Raises TASK_INVALID_STATUS,
     TASK_INVALID_OWNER."""
     return _loaded(_tasks_filtered(channel=channel, status=status, owner=owner).order_by("task_id"))
+
+
+def tasks_iter(*, channel: Channel, chunk_size: int = 500) -> Iterator[Task]:
+    """Every task of a channel by id, loaded as ``task_list`` loads them but ``chunk_size`` at
+    a time (the state summary walks a channel's tasks without holding them all)."""
+    after: str | None = None
+    while True:
+        rows = Task.objects.filter(channel=channel)
+        if after is not None:
+            rows = rows.filter(task_id__gt=after)
+        batch = _loaded(rows.order_by("task_id")[:chunk_size])
+        yield from batch
+        if len(batch) < chunk_size:
+            return
+        after = batch[-1].task_id
 
 
 # Dependencies as the record spells them twice (``depends_on`` and ``blocked_by``).

@@ -156,6 +156,13 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("EVENT_UNKNOWN_PRIMITIVE", 400, "a primitive that is not one of the eight portable ones"),
     ("EVENT_INVALID_STATUS", 400, "status is not ready, busy, idle, blocked or stopped"),
     ("EVENT_MALFORMED_BODY", 400, "a stored event message whose body is not JSON"),
+    # --- the state summary (the reference's STATE_* codes that a server can meet)
+    (
+        "STATE_MALFORMED_SOURCE",
+        409,
+        "strict state: a message the reference's state or event read cannot get through",
+    ),
+    ("STATE_RECORD_NOT_FOUND", 404, "the channel was never compacted (no stored state)"),
     # --- the server
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),

@@ -1,0 +1,333 @@
+"""The state summary's REST views: the summary now (JSON or markdown), a compaction, the latest
+compaction's snapshot. Same auth, visibility rule and errors as the channel API: the channel is
+looked up with ``channels_app.selectors.channel_get`` as the caller, so a members-only channel
+is a 404 CHANNEL_NOT_FOUND to a non-member, exactly as one that does not exist."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework import status as http
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from agentchat.core.api import StrictBooleanField, StrictSerializer
+from agentchat.core.encode import json_bytes
+from agentchat.core.errors import AppError
+from agentchat.core.records import ts_seconds
+from agentchat.core.schema import raises
+from agentchat.models import StateSnapshot
+from agentchat.state import selectors, services
+from agentchat.state.markdown import state_markdown
+from agentchat.state.summary import summary_counts
+from channels_app.selectors import channel_get
+from locks_app.api.serializers import LockOutput
+from tasks_app.selectors import STATUSES
+
+TAG = ["state"]
+FORMATS = ("json", "md")
+STRICT_WORDS = {"": False, "0": False, "false": False, "1": True, "true": True}
+MARKDOWN = "text/markdown; charset=utf-8"
+
+
+class MarkdownRenderer(BaseRenderer):
+    """Names ``text/markdown`` for the negotiation; the markdown is sent as it is."""
+
+    media_type = "text/markdown"
+    format = "md"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None):
+        return data
+
+
+class FormatNegotiation(DefaultContentNegotiation):
+    """``?format=`` is the view's own parameter, not DRF's renderer override (which answers an
+    unknown one with a bare 404): the view judges it (400 INVALID_VALUE). The Accept header is
+    still honoured for the format asked for (406 NOT_ACCEPTABLE), and everything the view
+    answers besides its markdown, errors included, is rendered as JSON."""
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None):
+        wanted = request.query_params.get("format") or "json"
+        if wanted in FORMATS:
+            candidate = MarkdownRenderer() if wanted == "md" else JSONRenderer()
+            super().select_renderer(request, [candidate], None)  # raises NotAcceptable
+        return JSONRenderer(), JSONRenderer.media_type
+
+
+def _params(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
+    """The query parameters, refusing any the operation does not take (UNKNOWN_FIELD)."""
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        shown = [name[:40] for name in unknown]
+        raise AppError(
+            "UNKNOWN_FIELD",
+            f"unknown query parameter(s): {', '.join(shown)}",
+            detail={"fields": shown},
+        )
+    return {name: request.query_params.get(name, "") for name in allowed}
+
+
+def _format(params: dict[str, str]) -> str:
+    value = params.get("format") or "json"
+    if value not in FORMATS:
+        raise AppError(
+            "INVALID_VALUE",
+            "format must be json or md",
+            detail={"field": "format", "value": value[:40], "choices": list(FORMATS)},
+        )
+    return value
+
+
+def _strict(params: dict[str, str]) -> bool:
+    value = params.get("strict", "")
+    if value not in STRICT_WORDS:
+        raise AppError(
+            "INVALID_VALUE",
+            "strict must be 1, 0, true or false",
+            detail={"field": "strict", "value": value[:40]},
+        )
+    return STRICT_WORDS[value]
+
+
+def _sorted(value: Any) -> Any:
+    """Keys sorted at every level, as the reference's ``state --json`` prints them."""
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _json(data: Any, status: int = http.HTTP_200_OK) -> HttpResponse:
+    return HttpResponse(json_bytes(_sorted(data)), status=status, content_type="application/json")
+
+
+def _markdown(text: str) -> HttpResponse:
+    return HttpResponse(text.encode("utf-8"), content_type=MARKDOWN)
+
+
+def snapshot_to_dict(snapshot: StateSnapshot, *, channel: str) -> dict[str, Any]:
+    return {
+        "channel": channel,
+        "last_seq": snapshot.last_seq,
+        "audit_seq": snapshot.audit_seq,
+        "compacted_at": ts_seconds(snapshot.compacted_at),
+        "compacted_by": snapshot.compacted_by,
+        **summary_counts(snapshot.summary),
+    }
+
+
+# --- OpenAPI shapes -------------------------------------------------------------------------
+
+
+class StateTaskOutput(serializers.Serializer):
+    id = serializers.CharField()
+    channel = serializers.CharField()
+    title = serializers.CharField()
+    status = serializers.ChoiceField(choices=list(STATUSES))
+    owner = serializers.CharField(allow_null=True)
+    created_by = serializers.CharField()
+    depends_on = serializers.ListField(child=serializers.CharField())
+    files_hint = serializers.ListField(child=serializers.CharField())
+    acceptance = serializers.ListField(child=serializers.CharField())
+    lease_expires_at = serializers.CharField(allow_null=True)
+    branch = serializers.CharField(allow_null=True)
+    updated_at = serializers.CharField()
+
+
+class DecisionOutput(serializers.Serializer):
+    author = serializers.CharField()
+    details = serializers.CharField()
+    seq = serializers.IntegerField()
+    source = serializers.CharField(help_text="message:0004")
+    time = serializers.CharField()
+    title = serializers.CharField()
+
+
+class BlockerOutput(serializers.Serializer):
+    author = serializers.CharField(allow_null=True)
+    blocking_items = serializers.ListField(child=serializers.CharField())
+    details = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["message", "task_dependency", "task_status"])
+    source_id = serializers.CharField(help_text="#0023 (a message) or a task id")
+    time = serializers.CharField(allow_null=True)
+    title = serializers.CharField()
+
+
+class OwnerTaskOutput(serializers.Serializer):
+    id = serializers.CharField()
+    lease_expires_at = serializers.CharField(allow_null=True)
+    status = serializers.CharField()
+    title = serializers.CharField()
+
+
+class OwnerLockOutput(serializers.Serializer):
+    expires_at = serializers.CharField()
+    lock_id = serializers.CharField()
+    paths = serializers.ListField(child=serializers.CharField())
+
+
+class OwnerOutput(serializers.Serializer):
+    owner = serializers.CharField()
+    path_locks = OwnerLockOutput(many=True)
+    tasks = OwnerTaskOutput(many=True)
+
+
+class VerificationOutput(serializers.Serializer):
+    acceptance = serializers.ListField(child=serializers.CharField())
+    author = serializers.CharField()
+    evidence = serializers.CharField()
+    source_id = serializers.CharField(help_text="36 (a message's seq) or a task id")
+    source_type = serializers.ChoiceField(choices=["message", "task"])
+    time = serializers.CharField()
+    title = serializers.CharField()
+
+
+class StateOutput(serializers.Serializer):
+    blockers = BlockerOutput(many=True)
+    channel = serializers.CharField()
+    created_at = serializers.CharField(help_text="the channel's creation time")
+    decisions = DecisionOutput(many=True)
+    generated_at = serializers.CharField(help_text="now, UTC, to the second")
+    last_seq = serializers.IntegerField()
+    members = serializers.ListField(child=serializers.CharField())
+    open_tasks = StateTaskOutput(many=True)
+    owners = serializers.DictField(child=OwnerOutput())
+    path_locks = LockOutput(many=True)
+    topic = serializers.CharField()
+    verification = VerificationOutput(many=True)
+
+
+class CompactInput(StrictSerializer):
+    strict = StrictBooleanField(required=False, default=False)
+
+
+class CompactOutput(serializers.Serializer):
+    audit_seq = serializers.IntegerField(help_text="the seq of its state.compacted audit")
+    blockers_count = serializers.IntegerField()
+    channel = serializers.CharField()
+    compacted_at = serializers.CharField()
+    compacted_by = serializers.CharField()
+    decisions_count = serializers.IntegerField()
+    last_seq = serializers.IntegerField(help_text="the last seq it covers (before its audit)")
+    markdown = serializers.CharField(help_text="what a synced folder's state.md holds")
+    open_tasks_count = serializers.IntegerField()
+    path_locks_count = serializers.IntegerField()
+
+
+class SnapshotOutput(CompactOutput):
+    summary = StateOutput()
+
+
+def _format_parameter(what: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        "format",
+        {"type": "string", "enum": list(FORMATS), "default": "json"},
+        description=f"`md`: {what} as `text/markdown`",
+    )
+
+
+STRICT_PARAMETER = OpenApiParameter(
+    "strict",
+    {"type": "string", "enum": sorted(STRICT_WORDS)},
+    description="1/true: fail with STATE_MALFORMED_SOURCE instead of passing over a message "
+    "the reference could not read (see the README)",
+)
+
+
+# --- views ----------------------------------------------------------------------------------
+
+
+class StateApi(APIView):
+    content_negotiation_class = FormatNegotiation
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="state_show",
+        parameters=[_format_parameter("the summary"), STRICT_PARAMETER],
+        responses={
+            (200, "application/json"): StateOutput,
+            (200, "text/markdown"): {"type": "string"},
+        },
+        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "STATE_MALFORMED_SOURCE"),
+        summary="The channel's state summary (the reference CLI's `state`), JSON or markdown",
+        description=(
+            "The seven sections of the reference CLI's `agent-chat state`: goal and topic, "
+            "decisions, open tasks, blockers, owners and leases, path locks, verification "
+            "evidence. The markdown (`?format=md`) is byte for byte what the reference prints "
+            "for a synced folder of the channel; the JSON has the keys of its `state --json`, "
+            "keys sorted (`created_at` is the channel's creation time, `generated_at` now). "
+            "Same data, same bytes (but `generated_at`). Derived, never stored: see compact."
+        ),
+    )
+    def get(self, request: Request, name: str) -> HttpResponse:
+        params = _params(request, ("format", "strict"))
+        wanted, strict = _format(params), _strict(params)
+        channel = channel_get(name, viewer=request.user.name)
+        summary = selectors.state_summary(channel=channel, strict=strict)
+        if wanted == "md":
+            return _markdown(state_markdown(summary))
+        return _json(summary)
+
+
+class CompactApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="state_compact",
+        request=CompactInput,
+        responses={201: CompactOutput},
+        extensions=raises("UNKNOWN_FIELD", "INVALID_TYPE", "STATE_MALFORMED_SOURCE"),
+        summary="Compact: store the state summary and post its state.compacted audit",
+        description=(
+            "Stores the summary up to the channel's last message (its markdown is what the "
+            "reference writes as `state.md`) and posts a broadcast `state.compacted` audit "
+            "message from the caller, in one transaction. The audit's body is the reference's: "
+            "`blockers_count, channel, compacted_at, decisions_count, event, last_seq, "
+            "open_tasks_count, path_locks_count`, `last_seq` being the seq before the audit. "
+            "Nothing is deleted, edited or truncated. `strict`: as for the summary."
+        ),
+    )
+    def post(self, request: Request, name: str) -> HttpResponse:
+        _params(request, ())
+        data = CompactInput.validate_input(request.data)
+        channel = channel_get(name, viewer=request.user.name)
+        snapshot = services.state_compact(
+            channel=channel, actor=request.user.name, strict=data["strict"]
+        )
+        body = {**snapshot_to_dict(snapshot, channel=channel.name), "markdown": snapshot.markdown}
+        return _json(body, status=http.HTTP_201_CREATED)
+
+
+class SnapshotApi(APIView):
+    content_negotiation_class = FormatNegotiation
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="state_snapshot",
+        parameters=[_format_parameter("the stored markdown")],
+        responses={
+            (200, "application/json"): SnapshotOutput,
+            (200, "text/markdown"): {"type": "string"},
+        },
+        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "STATE_RECORD_NOT_FOUND"),
+        summary="The latest compaction: its counts, markdown and summary",
+        description="404 STATE_RECORD_NOT_FOUND when the channel was never compacted.",
+    )
+    def get(self, request: Request, name: str) -> HttpResponse:
+        wanted = _format(_params(request, ("format",)))
+        channel = channel_get(name, viewer=request.user.name)
+        snapshot = selectors.snapshot_get(channel)
+        if wanted == "md":
+            return _markdown(snapshot.markdown)
+        body = {
+            **snapshot_to_dict(snapshot, channel=channel.name),
+            "markdown": snapshot.markdown,
+            "summary": snapshot.summary,
+        }
+        return _json(body)

@@ -1,0 +1,297 @@
+"""What the state summary takes from messages: each message read as the reference CLI reads its
+file in a synced folder (REFERENCE-CLI §3.3, §3.14), then folded, in seq order, into the
+decisions, the message blockers, the verification evidence and the "verified by" actors of done
+tasks.
+
+A message is judged by its file text (``agentchat.folder.render.message_text``) and nothing
+else, so our extra frontmatter keys (``id``, ``data``, an imported file's ``type: decision``…)
+count as the reference counts them, and its quirks are kept:
+
+- the text is read with universal newlines (a CR or CRLF in a body becomes LF);
+- frontmatter: the first line must start with ``---``; lines up to one that strips to ``---``
+  are split on their first ``:``, key and value stripped; no closing line, no frontmatter;
+- the body is what follows the second ``---`` *anywhere* in the text, stripped (a title holding
+  ``---`` shifts it);
+- title = ``title`` or the file name's stem; author = ``from`` or ``unknown``; time = ``time``
+  or ``ts``; ``type`` and ``status`` compared lowercased;
+- a ``lease.completed`` / ``task.updated`` message whose body is JSON naming that event, status
+  ``done`` and a ``task_id`` makes its sender the task's "verified by" actor (the last wins).
+
+The fold is append-only (messages are immutable), so a compaction folds the channel outside
+its write transaction and only the messages posted meanwhile inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentchat.core.errors import AppError
+from agentchat.folder.render import message_name, message_text
+from channels_app import events
+from channels_app.models import Channel, Message
+
+# The columns message_text reads: nothing else of a message is loaded.
+TEXT_FIELDS = (
+    "id",
+    "seq",
+    "sender",
+    "to",
+    "reply_to",
+    "ts",
+    "ts_text",
+    "status",
+    "title",
+    "body",
+    "conversation_id",
+    "correlation_id",
+    "content_type",
+    "data",
+    "metadata",
+    "frontmatter",
+)
+CHUNK = 500
+
+_DECISION_HEADING = re.compile(r"^#+\s*Decision\b", re.IGNORECASE | re.MULTILINE)
+_BLOCKER_HEADING = re.compile(r"^#+\s*Blocker\b", re.IGNORECASE | re.MULTILINE)
+_VERIFICATION_HEADING = re.compile(r"^#+\s*(Verification|Evidence)\b", re.IGNORECASE | re.MULTILINE)
+_DECISION_PREFIX = re.compile(r"^decision:\s*", re.IGNORECASE)
+_BLOCKER_PREFIX = re.compile(r"^blocker:\s*", re.IGNORECASE)
+_VERIFICATION_PREFIX = re.compile(r"^(verification|evidence):\s*", re.IGNORECASE)
+
+BLOCKER_WORDS = frozenset({"blocker", "blocked"})
+VERIFICATION_TYPES = frozenset({"verification", "evidence", "test"})
+VERIFICATION_STATUSES = frozenset({"verified", "verified-by", "verification"})
+COMPLETION_EVENTS = frozenset({"lease.completed", "task.updated"})
+
+
+def malformed(message: str, **detail: Any) -> AppError:
+    return AppError("STATE_MALFORMED_SOURCE", message, detail=detail)
+
+
+def universal_newlines(text: str) -> str:
+    """The text as Python's text-mode reading gives it (the reference's ``read_text``)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def frontmatter_parse(text: str) -> dict[str, str]:
+    """The reference's frontmatter reader on a file's (newline-translated) text."""
+    first, _, rest = text.partition("\n")
+    if not first.startswith("---"):
+        return {}
+    meta: dict[str, str] = {}
+    for line in rest.split("\n"):
+        if line.strip() == "---":
+            return meta
+        if ":" in line:
+            key, value = line.split(":", 1)
+            meta[key.strip()] = value.strip()
+    return {}  # never closed
+
+
+def body_extract(text: str) -> str:
+    """The reference's body: after the second ``---`` anywhere in the text, stripped."""
+    parts = text.split("---", 2)
+    return parts[2].strip() if len(parts) >= 3 else text.strip()
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """One message as the reference's state summary sees its file."""
+
+    seq: int
+    stem: str  # the file name without ``.md``
+    meta: dict[str, str]
+    body: str
+
+    @property
+    def author(self) -> str:
+        return self.meta.get("from") or "unknown"
+
+    @property
+    def time(self) -> str:
+        return self.meta.get("time") or self.meta.get("ts") or ""
+
+    @property
+    def title(self) -> str:
+        return self.meta.get("title") or self.stem
+
+
+def text_view(*, seq: int, stem: str, text: str) -> MessageView:
+    """A message file's text (``stem``: its name without ``.md``) as the reference reads it."""
+    text = universal_newlines(text)
+    return MessageView(seq=seq, stem=stem, meta=frontmatter_parse(text), body=body_extract(text))
+
+
+def message_view(message: Message, *, channel: str) -> MessageView:
+    """A message as the reference reads its file in a synced folder."""
+    return text_view(
+        seq=message.seq,
+        stem=message_name(message)[: -len(".md")],
+        text=message_text(message, channel=channel),
+    )
+
+
+def _starts(title: str, *prefixes: str) -> bool:
+    lowered = title.lower()
+    return any(lowered.startswith(prefix) for prefix in prefixes)
+
+
+def _clean(title: str, prefix: re.Pattern[str]) -> str:
+    return prefix.sub("", title).strip() or title
+
+
+def is_decision(view: MessageView, kind: str, status: str) -> bool:
+    return (
+        kind == "decision"
+        or status == "decision"
+        or "decision" in view.meta
+        or _starts(view.title, "decision:", "[decision]")
+        or _DECISION_HEADING.search(view.body) is not None
+    )
+
+
+def is_blocker(view: MessageView, kind: str, status: str) -> bool:
+    return (
+        kind in BLOCKER_WORDS
+        or status in BLOCKER_WORDS
+        or "blocker" in view.meta
+        or _starts(view.title, "blocker:", "[blocker]")
+        or _BLOCKER_HEADING.search(view.body) is not None
+    )
+
+
+def is_verification(view: MessageView, kind: str, status: str) -> bool:
+    return (
+        kind in VERIFICATION_TYPES
+        or status in VERIFICATION_STATUSES
+        or "verification" in view.meta
+        or "evidence" in view.meta
+        or _starts(view.title, "verification:", "evidence:", "[verification]")
+        or _VERIFICATION_HEADING.search(view.body) is not None
+    )
+
+
+def completed_task(view: MessageView, status: str) -> str | None:
+    """The task id a completion audit names (see the module doc), else None. Raises
+    STATE_MALFORMED_SOURCE for a body the reference's JSON reader cannot get through (nested
+    past its recursion limit, an integer past its digit limit: the reference's ``state``
+    stops with a traceback there); the lenient fold treats it as no completion."""
+    try:
+        event = json.loads(view.body)
+    except json.JSONDecodeError:
+        return None
+    except (ValueError, RecursionError):
+        raise malformed(
+            f"message #{view.seq}: its {status} body is JSON the reference cannot read",
+            seq=view.seq,
+        ) from None
+    if (
+        isinstance(event, dict)
+        and event.get("event") == status
+        and event.get("status") == "done"
+        and isinstance(event.get("task_id"), str)
+    ):
+        return event["task_id"]
+    return None
+
+
+def event_check(view: MessageView) -> None:
+    """Strict mode: a message labelled ``event.*`` must carry a valid event (the reference's
+    ``event read`` fails on the whole channel otherwise). Raises STATE_MALFORMED_SOURCE."""
+    try:
+        events.event_parse(view.body, where=f"#{view.seq}")
+    except AppError as exc:
+        raise malformed(
+            f"message #{view.seq}: labelled {view.meta.get('status')} but its body is no "
+            f"valid event ({exc.code})",
+            seq=view.seq,
+            reason=exc.code,
+        ) from None
+
+
+@dataclass
+class MessageFold:
+    """The message part of a summary, fed messages in ascending seq."""
+
+    strict: bool = False
+    last_seq: int = 0
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    blockers: list[dict[str, Any]] = field(default_factory=list)
+    verification: list[dict[str, Any]] = field(default_factory=list)
+    completion_actors: dict[str, str] = field(default_factory=dict)
+
+    def feed(self, view: MessageView) -> None:
+        self.last_seq = max(self.last_seq, view.seq)
+        kind = (view.meta.get("type") or "").lower()
+        status = (view.meta.get("status") or "").lower()
+        author, time, title = view.author, view.time, view.title
+        if status in COMPLETION_EVENTS:
+            try:
+                task_id = completed_task(view, status)
+            except AppError:
+                if self.strict:
+                    raise
+                task_id = None
+            if task_id is not None:
+                self.completion_actors[task_id] = author
+        if self.strict and (view.meta.get("status") or "").startswith(events.STATUS_PREFIX):
+            event_check(view)
+        if is_decision(view, kind, status):
+            self.decisions.append(
+                {
+                    "seq": view.seq,
+                    "title": _clean(title, _DECISION_PREFIX),
+                    "author": author,
+                    "time": time,
+                    "details": view.body,
+                    "source": f"message:{view.seq:04d}",
+                }
+            )
+        if is_blocker(view, kind, status):
+            self.blockers.append(
+                {
+                    "kind": "message",
+                    "source_id": f"#{view.seq:04d}",
+                    "title": _clean(title, _BLOCKER_PREFIX),
+                    "details": view.body,
+                    "author": author,
+                    "time": time,
+                    "blocking_items": [],
+                }
+            )
+        if is_verification(view, kind, status):
+            self.verification.append(
+                {
+                    "source_type": "message",
+                    "source_id": str(view.seq),
+                    "author": author,
+                    "time": time,
+                    "title": _clean(title, _VERIFICATION_PREFIX),
+                    "evidence": view.body,
+                    "acceptance": [],
+                }
+            )
+
+    def feed_all(self, views: Iterable[MessageView]) -> MessageFold:
+        for view in views:
+            self.feed(view)
+        return self
+
+
+def message_views(
+    channel: Channel, *, after: int = 0, chunk_size: int = CHUNK
+) -> Iterator[MessageView]:
+    """The channel's messages after seq ``after``, ascending, streamed ``chunk_size`` rows at a
+    time with only the columns their file text needs."""
+    rows = (
+        Message.objects.filter(channel=channel, seq__gt=after)
+        .order_by("seq")
+        .only(*TEXT_FIELDS)
+        .iterator(chunk_size=chunk_size)
+    )
+    for message in rows:
+        yield message_view(message, channel=channel.name)

@@ -1,0 +1,90 @@
+"""The summary against the reference CLI on a synced folder: a scenario built through our API,
+written as the reference's folder (``tests/folder.py``), then ``agent-chat state`` run on it
+prints byte for byte our markdown, and ``state --json`` our JSON (but ``generated_at``, and
+``created_at``, which the reference never finds in its own ``_meta.json``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from channels_app.models import Channel
+from tests.folder import write_channel
+from tests.reference import ref, require_reference
+from tests.state.scenario import CHANNEL, Scenario
+
+pytestmark = pytest.mark.django_db
+
+
+def state_md(client, **params):
+    response = client.get(f"/api/v1/channels/{CHANNEL}/state/", {"format": "md", **params})
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"] == "text/markdown; charset=utf-8"
+    return response.content.decode("utf-8")
+
+
+def state_json(client, **params):
+    response = client.get(f"/api/v1/channels/{CHANNEL}/state/", params)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def compare(root, client):
+    ours_md, ours = state_md(client), state_json(client)
+    assert ref(root, "state", CHANNEL).stdout == ours_md
+    assert ref(root, "state", CHANNEL, "--strict").stdout == ours_md
+    theirs = json.loads(ref(root, "state", CHANNEL, "--json").stdout)
+    for summary in (theirs, ours):
+        assert summary.pop("generated_at")
+    assert theirs.pop("created_at") == ""
+    assert ours.pop("created_at") == Channel.objects.get(name=CHANNEL).created_at.isoformat(
+        timespec="seconds"
+    )
+    assert theirs == ours
+
+
+def test_the_references_state_of_a_synced_scenario_is_ours(api_for, frozen, tmp_path):
+    require_reference()
+    scenario = Scenario(api_for, frozen)
+    scenario.build()
+    write_channel(tmp_path, Channel.objects.get(name=CHANNEL))
+    compare(tmp_path, scenario.clients["alice"])
+
+
+def test_our_compaction_stores_what_the_references_compaction_writes(api_for, frozen, tmp_path):
+    require_reference()
+    scenario = Scenario(api_for, frozen)
+    scenario.build()
+    before = write_channel(tmp_path / "before", Channel.objects.get(name=CHANNEL))
+    alice = scenario.clients["alice"]
+    compacted = alice.post(f"/api/v1/channels/{CHANNEL}/compact/", {}, format="json")
+    assert compacted.status_code == 201, compacted.content
+    snapshot = compacted.json()
+
+    # The reference compacting the same folder: its state.md is our stored markdown, and its
+    # audit message ours, but for the time (it stamps its own now).
+    out = ref(tmp_path / "before", "compact", CHANNEL, "--as", "alice").stdout
+    assert out == (
+        f"compacted state for {CHANNEL} -> {CHANNEL}/state.md (open_tasks="
+        f"{snapshot['open_tasks_count']}, locks={snapshot['path_locks_count']}, "
+        f"decisions={snapshot['decisions_count']})\n"
+    )
+    assert (before / "state.md").read_text(encoding="utf-8") == snapshot["markdown"]
+    last = snapshot["audit_seq"] - 1
+    assert f"**Last Message Sequence**: #{last:04d}" in snapshot["markdown"]
+    theirs = next(before.glob(f"{snapshot['audit_seq']:04d}-*.md"))
+    after = write_channel(tmp_path / "after", Channel.objects.get(name=CHANNEL))
+    ours = after / theirs.name
+    assert ours.exists()
+
+    def without_time(path):
+        head, _, body = path.read_text(encoding="utf-8").partition("\n---\n")
+        payload = json.loads(body)
+        assert payload.pop("compacted_at")
+        return [line for line in head.splitlines() if not line.startswith("ts: ")], payload
+
+    assert without_time(ours) == without_time(theirs)
+
+    # And the reference's state of the folder after our compaction is our state now.
+    compare(tmp_path / "after", alice)
