@@ -13,6 +13,8 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
+from channels_app.models import Channel, Message
+from channels_app.records import message_json_size
 from tests.conftest import FakeClock
 
 CHANNEL = "backend"
@@ -113,3 +115,22 @@ class Scenario:
             json.dumps({"event": "task.updated", "status": "done", "task_id": "T-DONE2"}),
             status="task.updated",
         )
+
+
+def imported_message(channel: Channel, seq: int, *, title: str, body: str, frontmatter, **fields):
+    """A message as an import stores it (extra frontmatter keys kept verbatim)."""
+    message = Message(
+        id=f"imported-{seq}",
+        channel=channel,
+        seq=seq,
+        sender=fields.pop("sender", "Alice Smith"),
+        ts=fields.pop("ts", None) or Channel.objects.get(pk=channel.pk).created_at,
+        title=title,
+        body=body,
+        frontmatter=frontmatter,
+        **fields,
+    )
+    message.json_size = message_json_size(message)
+    message.save(force_insert=True)
+    Channel.objects.filter(pk=channel.pk).update(last_seq=max(seq, channel.last_seq))
+    return message

@@ -12,7 +12,7 @@ import pytest
 from channels_app.models import Channel
 from tests.folder import write_channel
 from tests.reference import ref, require_reference
-from tests.state.scenario import CHANNEL, Scenario
+from tests.state.scenario import CHANNEL, Scenario, imported_message
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +88,28 @@ def test_our_compaction_stores_what_the_references_compaction_writes(api_for, fr
 
     # And the reference's state of the folder after our compaction is our state now.
     compare(tmp_path / "after", alice)
+
+
+def test_imported_frontmatter_keys_and_free_text_senders_read_as_in_the_reference(
+    api_for, frozen, tmp_path
+):
+    require_reference()
+    alice = api_for("alice")
+    alice.post("/api/v1/channels/", {"name": "imported", "topic": "   "}, format="json")
+    channel = Channel.objects.get(name="imported")
+    imported_message(channel, 1, title="plain", body="x", frontmatter=[["type", "DECISION"]])
+    imported_message(channel, 2, title="", body="", frontmatter=[["blocker", "yes"]], sender="")
+    imported_message(channel, 3, title="Evidence: run", body="a\n\nb", ts_text="2026-01-01T00:00:00Z",
+                     frontmatter=[["time", "2026-02-01T00:00:00+01:00"], ["evidence", ""]])  # fmt: skip
+    imported_message(channel, 5, title="--- dashes", body="x: y", frontmatter=[["k", "a---b"]])
+    imported_message(channel, 12, title="# no", body="##Verification\nok", frontmatter=[],
+                     status="Verified")  # fmt: skip
+    write_channel(tmp_path, Channel.objects.get(name="imported"))
+    ours = alice.get("/api/v1/channels/imported/state/", {"format": "md"}).content.decode()
+    assert "#0012" in ours and "#0001" in ours and "#0002" in ours
+    assert ref(tmp_path, "state", "imported").stdout == ours
+    theirs = json.loads(ref(tmp_path, "state", "imported", "--json").stdout)
+    mine = alice.get("/api/v1/channels/imported/state/").json()
+    for key in ("generated_at", "created_at"):
+        theirs.pop(key), mine.pop(key)
+    assert theirs == mine
