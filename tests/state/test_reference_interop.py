@@ -99,8 +99,9 @@ def test_imported_frontmatter_keys_and_free_text_senders_read_as_in_the_referenc
     channel = Channel.objects.get(name="imported")
     imported_message(channel, 1, title="plain", body="x", frontmatter=[["type", "DECISION"]])
     imported_message(channel, 2, title="", body="", frontmatter=[["blocker", "yes"]], sender="")
-    imported_message(channel, 3, title="Evidence: run", body="a\n\nb", ts_text="2026-01-01T00:00:00Z",
-                     frontmatter=[["time", "2026-02-01T00:00:00+01:00"], ["evidence", ""]])  # fmt: skip
+    kept = [["time", "2026-02-01T00:00:00+01:00"], ["evidence", ""]]
+    imported_message(channel, 3, title="Evidence: run", body="a\n\nb",
+                     ts_text="2026-01-01T00:00:00Z", frontmatter=kept)  # fmt: skip
     imported_message(channel, 5, title="--- dashes", body="x: y", frontmatter=[["k", "a---b"]])
     imported_message(channel, 12, title="# no", body="##Verification\nok", frontmatter=[],
                      status="Verified")  # fmt: skip
