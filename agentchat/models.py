@@ -21,6 +21,10 @@ class StateSnapshot(models.Model):
     compacted_by = models.CharField(max_length=200)
     # The seq of the state.compacted audit message posted with it.
     audit_seq = models.BigIntegerField()
+    # The message fold it was made from (``agentchat.state.messages.MessageFold.state``): the
+    # next summary of the channel folds only the messages after ``last_seq`` (messages are
+    # immutable). Null, or of another version, means fold the channel from its start.
+    fold = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["channel_id", "-id"]

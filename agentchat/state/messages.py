@@ -74,6 +74,8 @@ def malformed(message: str, **detail: Any) -> AppError:
 
 def universal_newlines(text: str) -> str:
     """The text as Python's text-mode reading gives it (the reference's ``read_text``)."""
+    if "\r" not in text:
+        return text
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -135,43 +137,46 @@ def message_view(message: Message, *, channel: str) -> MessageView:
     )
 
 
-def _starts(title: str, *prefixes: str) -> bool:
-    lowered = title.lower()
-    return any(lowered.startswith(prefix) for prefix in prefixes)
+def _starts(lowered: str, *prefixes: str) -> bool:
+    return lowered.startswith(prefixes)
 
 
 def _clean(title: str, prefix: re.Pattern[str]) -> str:
     return prefix.sub("", title).strip() or title
 
 
-def is_decision(view: MessageView, kind: str, status: str) -> bool:
+def _heading(pattern: re.Pattern[str], body: str) -> bool:
+    return "#" in body and pattern.search(body) is not None
+
+
+def is_decision(view: MessageView, kind: str, status: str, lowered: str) -> bool:
     return (
         kind == "decision"
         or status == "decision"
         or "decision" in view.meta
-        or _starts(view.title, "decision:", "[decision]")
-        or _DECISION_HEADING.search(view.body) is not None
+        or _starts(lowered, "decision:", "[decision]")
+        or _heading(_DECISION_HEADING, view.body)
     )
 
 
-def is_blocker(view: MessageView, kind: str, status: str) -> bool:
+def is_blocker(view: MessageView, kind: str, status: str, lowered: str) -> bool:
     return (
         kind in BLOCKER_WORDS
         or status in BLOCKER_WORDS
         or "blocker" in view.meta
-        or _starts(view.title, "blocker:", "[blocker]")
-        or _BLOCKER_HEADING.search(view.body) is not None
+        or _starts(lowered, "blocker:", "[blocker]")
+        or _heading(_BLOCKER_HEADING, view.body)
     )
 
 
-def is_verification(view: MessageView, kind: str, status: str) -> bool:
+def is_verification(view: MessageView, kind: str, status: str, lowered: str) -> bool:
     return (
         kind in VERIFICATION_TYPES
         or status in VERIFICATION_STATUSES
         or "verification" in view.meta
         or "evidence" in view.meta
-        or _starts(view.title, "verification:", "evidence:", "[verification]")
-        or _VERIFICATION_HEADING.search(view.body) is not None
+        or _starts(lowered, "verification:", "evidence:", "[verification]")
+        or _heading(_VERIFICATION_HEADING, view.body)
     )
 
 
@@ -179,7 +184,7 @@ def completed_task(view: MessageView, status: str) -> str | None:
     """The task id a completion audit names (see the module doc), else None. Raises
     STATE_MALFORMED_SOURCE for a body the reference's JSON reader cannot get through (nested
     past its recursion limit, an integer past its digit limit: the reference's ``state``
-    stops with a traceback there); the lenient fold treats it as no completion."""
+    stops with a traceback there)."""
     try:
         event = json.loads(view.body)
     except json.JSONDecodeError:
@@ -200,8 +205,8 @@ def completed_task(view: MessageView, status: str) -> str | None:
 
 
 def event_check(view: MessageView) -> None:
-    """Strict mode: a message labelled ``event.*`` must carry a valid event (the reference's
-    ``event read`` fails on the whole channel otherwise). Raises STATE_MALFORMED_SOURCE."""
+    """A message labelled ``event.*`` must carry a valid event (the reference's ``event read``
+    fails on the whole channel otherwise). Raises STATE_MALFORMED_SOURCE."""
     try:
         events.event_parse(view.body, where=f"#{view.seq}")
     except AppError as exc:
@@ -213,34 +218,55 @@ def event_check(view: MessageView) -> None:
         ) from None
 
 
+# Bumped whenever what a fold keeps changes: a stored fold of another version is refolded.
+FOLD_VERSION = 1
+
+
 @dataclass
 class MessageFold:
-    """The message part of a summary, fed messages in ascending seq."""
+    """The message part of a summary, fed messages in ascending seq. Lenient, as the
+    reference's default: a message the reference could not get through (``completed_task``,
+    ``event_check``) is passed over, and the first one is kept in ``malformed`` for strict
+    mode to raise (``strict_check``). A fold is a value (``state()``, ``from_state``): messages
+    are immutable, so a compaction stores its fold and later summaries go on from it."""
 
-    strict: bool = False
     last_seq: int = 0
     decisions: list[dict[str, Any]] = field(default_factory=list)
     blockers: list[dict[str, Any]] = field(default_factory=list)
     verification: list[dict[str, Any]] = field(default_factory=list)
     completion_actors: dict[str, str] = field(default_factory=dict)
+    malformed: dict[str, Any] | None = None
+
+    def _malformed(self, error: AppError) -> None:
+        if self.malformed is None:
+            self.malformed = {"message": error.message, "detail": dict(error.detail)}
+
+    def strict_check(self) -> None:
+        """Raises STATE_MALFORMED_SOURCE for the first malformed message folded."""
+        if self.malformed is not None:
+            raise malformed(self.malformed["message"], **self.malformed["detail"])
 
     def feed(self, view: MessageView) -> None:
         self.last_seq = max(self.last_seq, view.seq)
+        raw_status = view.meta.get("status") or ""
         kind = (view.meta.get("type") or "").lower()
-        status = (view.meta.get("status") or "").lower()
+        status = raw_status.lower()
         author, time, title = view.author, view.time, view.title
+        lowered = title.lower()
         if status in COMPLETION_EVENTS:
             try:
                 task_id = completed_task(view, status)
-            except AppError:
-                if self.strict:
-                    raise
+            except AppError as exc:
+                self._malformed(exc)
                 task_id = None
             if task_id is not None:
                 self.completion_actors[task_id] = author
-        if self.strict and (view.meta.get("status") or "").startswith(events.STATUS_PREFIX):
-            event_check(view)
-        if is_decision(view, kind, status):
+        if raw_status.startswith(events.STATUS_PREFIX) and self.malformed is None:
+            try:
+                event_check(view)
+            except AppError as exc:
+                self._malformed(exc)
+        if is_decision(view, kind, status, lowered):
             self.decisions.append(
                 {
                     "seq": view.seq,
@@ -251,7 +277,7 @@ class MessageFold:
                     "source": f"message:{view.seq:04d}",
                 }
             )
-        if is_blocker(view, kind, status):
+        if is_blocker(view, kind, status, lowered):
             self.blockers.append(
                 {
                     "kind": "message",
@@ -263,7 +289,7 @@ class MessageFold:
                     "blocking_items": [],
                 }
             )
-        if is_verification(view, kind, status):
+        if is_verification(view, kind, status, lowered):
             self.verification.append(
                 {
                     "source_type": "message",
@@ -280,6 +306,32 @@ class MessageFold:
         for view in views:
             self.feed(view)
         return self
+
+    def state(self) -> dict[str, Any]:
+        """The fold as JSON (``StateSnapshot.fold``)."""
+        return {
+            "version": FOLD_VERSION,
+            "last_seq": self.last_seq,
+            "decisions": self.decisions,
+            "blockers": self.blockers,
+            "verification": self.verification,
+            "completion_actors": self.completion_actors,
+            "malformed": self.malformed,
+        }
+
+    @classmethod
+    def from_state(cls, state: Any) -> MessageFold | None:
+        """A fold back from ``state()``; None for anything else (another version, no fold)."""
+        if not isinstance(state, dict) or state.get("version") != FOLD_VERSION:
+            return None
+        return cls(
+            last_seq=state["last_seq"],
+            decisions=list(state["decisions"]),
+            blockers=list(state["blockers"]),
+            verification=list(state["verification"]),
+            completion_actors=dict(state["completion_actors"]),
+            malformed=state["malformed"],
+        )
 
 
 def message_views(

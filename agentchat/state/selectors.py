@@ -32,13 +32,36 @@ def read_snapshot() -> Iterator[None]:
         yield
 
 
+def fold_resumed(channel: Channel) -> MessageFold:
+    """The message fold of the channel's latest compaction, to go on from (messages are
+    immutable), or an empty one."""
+    state = (
+        StateSnapshot.objects.filter(channel=channel)
+        .order_by("-id")
+        .values_list("fold", flat=True)
+        .first()
+    )
+    return MessageFold.from_state(state) or MessageFold()
+
+
+def messages_folded(channel: Channel, *, strict: bool = False) -> MessageFold:
+    """The fold of every message of the channel: the latest compaction's, then the messages
+    posted since, streamed. Raises STATE_MALFORMED_SOURCE in strict mode for the first
+    message the reference could not get through."""
+    fold = fold_resumed(channel)
+    fold.feed_all(message_views(channel, after=fold.last_seq))
+    if strict:
+        fold.strict_check()
+    return fold
+
+
 def state_summary(
     *, channel: Channel, strict: bool = False, now: datetime | None = None
 ) -> dict[str, Any]:
-    """The channel's state summary (``agentchat.state.summary``), its messages streamed.
-    Raises STATE_MALFORMED_SOURCE in strict mode (``agentchat.state.messages``)."""
+    """The channel's state summary (``agentchat.state.summary``). Raises
+    STATE_MALFORMED_SOURCE in strict mode (``messages_folded``)."""
     with read_snapshot():
-        fold = MessageFold(strict=strict).feed_all(message_views(channel))
+        fold = messages_folded(channel, strict=strict)
         return summary_build(channel=channel, fold=fold, generated_at=now or timezone.now())
 
 

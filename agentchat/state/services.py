@@ -12,7 +12,7 @@ from agentchat.core.records import ts_seconds
 from agentchat.models import StateSnapshot
 from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import MessageFold, message_views
-from agentchat.state.selectors import read_snapshot
+from agentchat.state.selectors import messages_folded, read_snapshot
 from agentchat.state.summary import summary_build, summary_counts
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible
@@ -29,22 +29,27 @@ def state_compact(*, channel: Channel, actor: str, strict: bool = False) -> Stat
     ``last_seq`` before the audit, so the folder's ``state.md`` says one less than its last
     message, as the reference's does).
 
-    The channel's messages are folded first, outside the write transaction; inside it (the
-    channel row locked, so no post can come between) only those posted meanwhile are added,
-    then the tasks and locks are read, so writers wait for a bounded part of the work.
+    The channel's messages are folded first, outside the write transaction (from the latest
+    compaction's fold on: only what was posted since); inside it (the channel row locked, so
+    no post can come between) only those posted meanwhile are added, then the tasks and locks
+    are read, so writers wait for a bounded part of the work. The snapshot keeps the fold.
     Raises CHANNEL_NOT_FOUND (``actor`` may no longer see the channel),
     STATE_MALFORMED_SOURCE (strict mode)."""
     with read_snapshot():
-        fold = MessageFold(strict=strict).feed_all(message_views(channel))
-    return _compact_commit(channel=channel, actor=actor, fold=fold)
+        fold = messages_folded(channel, strict=strict)
+    return _compact_commit(channel=channel, actor=actor, fold=fold, strict=strict)
 
 
 @write_atomic()
-def _compact_commit(*, channel: Channel, actor: str, fold: MessageFold) -> StateSnapshot:
+def _compact_commit(
+    *, channel: Channel, actor: str, fold: MessageFold, strict: bool
+) -> StateSnapshot:
     locked = Channel.objects.select_for_update().filter(pk=channel.pk).first()
     if locked is None or not channel_visible(locked, actor):
         raise channel_not_found(channel.name)
     fold.feed_all(message_views(locked, after=fold.last_seq))
+    if strict:
+        fold.strict_check()
     now = timezone.now()
     summary = summary_build(channel=locked, fold=fold, generated_at=now)
     payload = {
@@ -65,4 +70,5 @@ def _compact_commit(*, channel: Channel, actor: str, fold: MessageFold) -> State
         compacted_at=now,
         compacted_by=actor,
         audit_seq=audit.seq,
+        fold=fold.state(),
     )

@@ -34,10 +34,13 @@ def folder_summary(
         for path in folder.iterdir()
         if (match := MESSAGE_NAME.fullmatch(path.name))
     )
-    fold = MessageFold(strict=strict)
+    fold = MessageFold()
     for seq, path in files:
         if upto is None or seq <= upto:
             fold.feed(text_view(seq=seq, stem=path.stem, text=path.read_bytes().decode("utf-8")))
+
+    if strict:
+        fold.strict_check()
 
     def records(sub: str) -> list[dict[str, Any]]:
         return [

@@ -181,3 +181,44 @@ def test_summary_and_compaction_outside_a_test_transaction(api_for):
     snapshot = services.state_compact(channel=channel, actor="alice")
     assert (snapshot.last_seq, snapshot.audit_seq) == (1, 2)
     assert selectors.state_summary(channel=channel)["last_seq"] == 2
+
+
+def test_a_summary_goes_on_from_the_latest_compactions_fold(scenario, monkeypatch):
+    channel = Channel.objects.get(name=CHANNEL)
+    alice = scenario.clients["alice"]
+    assert compact(alice).status_code == 201
+    scenario.post("bob", "Decision: after the compaction", "x")
+    scenario.post("carol", "evidence: later", "y")
+    resumed = selectors.state_summary(channel=channel)
+    folded = []
+    real = selectors.message_views
+
+    def counted(channel, *, after=0, **kwargs):
+        folded.append(after)
+        return real(channel, after=after, **kwargs)
+
+    monkeypatch.setattr(selectors, "message_views", counted)
+    selectors.state_summary(channel=channel)
+    assert folded == [StateSnapshot.objects.get().last_seq]  # only what came after
+    # A snapshot without a fold of this version: the channel is folded from its start.
+    StateSnapshot.objects.update(fold={"version": -1})
+    assert selectors.state_summary(channel=channel) == resumed
+    assert folded[-1] == 0
+    StateSnapshot.objects.update(fold=None)
+    assert selectors.state_summary(channel=channel) == resumed
+
+
+def test_strict_mode_sees_a_malformed_message_from_before_the_compaction(api_for):
+    alice = api_for("alice")
+    alice.post("/api/v1/channels/", {"name": "deep"}, format="json")
+    alice.post("/api/v1/channels/deep/messages/",
+               {"title": "t", "body": "[" * 5000, "status": "lease.completed"},
+               format="json")  # fmt: skip
+    assert compact(alice, "deep").status_code == 201  # lenient
+    channel = Channel.objects.get(name="deep")
+    assert StateSnapshot.objects.get().fold["malformed"]["detail"] == {"seq": 1}
+    with pytest.raises(AppError) as info:
+        selectors.state_summary(channel=channel, strict=True)
+    assert info.value.detail == {"seq": 1}
+    assert compact(alice, "deep", {"strict": True}).status_code == 409
+    assert StateSnapshot.objects.count() == 1

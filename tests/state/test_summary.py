@@ -183,12 +183,17 @@ def test_strict_mode_refuses_a_completion_body_the_reference_cannot_parse(api_fo
         assert response.json()["error"]["detail"] == {"seq": 1}
 
 
-def test_a_strict_fold_raises_where_a_lenient_one_passes():
-    view = text_view(seq=5, stem="s", text="---\nstatus: Task.Updated\n---\n" + "[" * 3000)
-    MessageFold().feed(view)
+def test_a_fold_keeps_the_first_malformed_message_for_strict_mode():
+    fold = MessageFold()
+    for seq in (5, 6):
+        text = "---\nstatus: Task.Updated\n---\n" + "[" * 3000
+        fold.feed(text_view(seq=seq, stem="s", text=text))
+    assert fold.last_seq == 6 and fold.completion_actors == {}
+    assert fold.malformed["detail"] == {"seq": 5}
     with pytest.raises(AppError) as info:
-        MessageFold(strict=True).feed(view)
-    assert info.value.code == "STATE_MALFORMED_SOURCE"
+        fold.strict_check()
+    assert (info.value.code, info.value.detail) == ("STATE_MALFORMED_SOURCE", {"seq": 5})
+    MessageFold().strict_check()  # nothing malformed: nothing raised
 
 
 # --- streaming ------------------------------------------------------------------------------
