@@ -7,7 +7,8 @@ On a throwaway SQLite database (``--database-url`` for PostgreSQL): fills a chan
 evidence, the rest discussion, bodies of about 200 bytes), 200 tasks (open, leased, blocked,
 done) and 20 locks, then measures in a fresh process: the summary (JSON and markdown), its peak
 Python memory (tracemalloc) and the process's peak RSS, a compaction and how long it held the
-write transaction, and a compaction after 10 more messages. With ``--reference``: the channel
+write transaction, a compaction after 10 more messages and a summary after 10 more (both go
+on from the stored fold of the compaction before). With ``--reference``: the channel
 written as the reference's folder and ``agent-chat state`` timed on it (the same markdown is
 checked). Traffic only to the local database.
 """
@@ -148,6 +149,11 @@ def measure(reference: Path | None) -> dict[str, Any]:
     services.state_compact(channel=channel, actor="alice")
     result["compact_after_10_s"] = round(time.perf_counter() - started, 2)
     result["compact_after_10_write_transaction_s"] = round(held[-1], 3)
+    for i in range(10):
+        message_post(channel=channel, sender="carol", title=f"evidence: late {i}", body="y")
+    started = time.perf_counter()
+    selectors.state_summary(channel=channel)
+    result["summary_after_compaction_and_10_s"] = round(time.perf_counter() - started, 2)
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     if reference is not None:
