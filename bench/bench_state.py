@@ -157,7 +157,7 @@ def measure(reference: Path | None) -> dict[str, Any]:
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     if reference is not None:
-        from tests.folder import write_channel
+        from tests.folder.write import write_channel
         from tests.reference import ref
 
         folder_root = Path(tempfile.mkdtemp(prefix="bench-state-ref-"))

@@ -1,5 +1,5 @@
 """The summary against the reference CLI on a synced folder: a scenario built through our API,
-written as the reference's folder (``tests/folder.py``), then ``agent-chat state`` run on it
+written as the reference's folder (``tests/folder/write.py``), then ``agent-chat state`` run on it
 prints byte for byte our markdown, and ``state --json`` our JSON (but ``generated_at``, and
 ``created_at``, which the reference never finds in its own ``_meta.json``)."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from channels_app.models import Channel
-from tests.folder import write_channel
+from tests.folder.write import write_channel
 from tests.reference import ref, require_reference
 from tests.state.scenario import CHANNEL, Scenario, imported_message
 
