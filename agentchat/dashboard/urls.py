@@ -15,6 +15,7 @@ urlpatterns = [
     path("c/<str:name>/", views.channel_page, name="channel"),
     path("c/<str:name>/tasks/", views.channel_tasks, name="channel-tasks"),
     path("c/<str:name>/locks/", views.channel_locks, name="channel-locks"),
+    path("c/<str:name>/state/", views.channel_state, name="channel-state"),
     path("agents/", views.agents, name="agents"),
     path("c/<str:name>/post/", views.channel_post, name="channel-post"),
     path("c/<str:name>/read/", views.channel_mark_read, name="channel-read"),

@@ -24,6 +24,8 @@ from agentchat.core.records import ts_parse
 from agentchat.core.validation import int_parse
 from agentchat.dashboard.identity import human_agent
 from agentchat.dashboard.markdown import markdown_html
+from agentchat.state.markdown import state_markdown
+from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app import services
 from channels_app.models import Channel, Message, Presence
 from channels_app.selectors import (
@@ -374,3 +376,23 @@ def agents(request: HttpRequest) -> HttpResponse:
         people.append({**item, **latest.pop(item["name"], {})})
     people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
     return render(request, "dashboard/agents.html", {"agent": me, "people": people})
+
+
+@login_required
+@require_http_methods(["GET"])
+def channel_state(request: HttpRequest, name: str) -> HttpResponse:
+    """The derived state summary of the channel, rendered (and when it was last compacted)."""
+    agent, channel = _channel_or_404(request, name)
+    summary = state_summary(channel=channel)
+    snapshot = latest_snapshot(channel)
+    return render(
+        request,
+        "dashboard/state.html",
+        {
+            "agent": agent,
+            "channel": channel,
+            "tab": "state",
+            "html": mark_safe(markdown_html(state_markdown(summary))),  # sanitized by nh3
+            "snapshot": snapshot,
+        },
+    )

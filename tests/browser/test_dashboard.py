@@ -138,6 +138,9 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(ch
     page.click("nav.tabs >> text=Locks")
     assert "api/payments.py" in page.locator("table.table").inner_text()
     _shots(page, "locks")
+    page.click("nav.tabs >> text=State")
+    assert "Task T-2 blocked on dependencies: T-1" in page.locator("article.state").inner_text()
+    _shots(page, "state")
     page.click("header nav >> text=Agents")
     assert page.locator("#agent-alice").count() == 1
     _shots(page, "agents")

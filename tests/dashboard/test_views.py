@@ -290,3 +290,11 @@ def test_the_agents_page_shows_presence_across_visible_channels(browser, ann, ro
     carol = text[text.index('id="agent-carol"') :]
     assert "blocked" not in carol[: carol.index("</tr>")]  # seen only in a channel I cannot see
     assert 'id="agent-ann-lee"' in text
+
+
+def test_the_state_page_renders_the_summary(browser, room):
+    services.message_post(channel=room, sender="alice", title="Decision: use <b>X</b>", body="ok")
+    text = browser.get("/c/room/state/").content.decode()
+    assert "<h2>Decisions</h2>" in text
+    assert "use &lt;b&gt;X&lt;/b&gt;" in text  # a title is text, never markup
+    assert "never compacted" in text
