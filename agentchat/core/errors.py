@@ -163,6 +163,15 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "strict state: a message the reference's state or event read cannot get through",
     ),
     ("STATE_RECORD_NOT_FOUND", 404, "the channel was never compacted (no stored state)"),
+    # --- the folder sync (manage.py sync_folder)
+    (
+        "SYNC_ROOT_FOREIGN",
+        409,
+        "the sync's root is not empty and was not made by sync_folder (no .agentchat-sync/)",
+    ),
+    ("SYNC_ROOT_INVALID", 400, "the sync's root is not a directory or cannot be made one"),
+    ("SYNC_BUSY", 409, "another sync_folder holds this root"),
+    ("SYNC_GIT_FAILED", 500, "a git command of --git-commit failed"),
     # --- the server
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),

@@ -14,17 +14,25 @@ readers ignore keys they do not know): ``id`` (unless the server made it: ``msg_
 digits), ``conversation_id``, ``correlation_id``, ``content_type``, ``data`` and ``metadata``
 (compact JSON) when set, then the keys an imported file carried (``Message.frontmatter``),
 verbatim and in their order.
+
+Records (§3.7-3.9): ``tasks/<id>.json``, ``claims/<task>.<owner>.json`` and
+``locks/<lock_id>.json`` are the very records the API returns (``tasks_app.records``,
+``locks_app.records``), and ``state.md`` a stored summary's markdown.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from channels_app.models import Channel, Message
 from channels_app.records import channel_created, message_ts
+from locks_app.models import PathLock
+from locks_app.records import lock_file_bytes, lock_file_name, lock_to_dict
+from tasks_app.models import Lease, Task
+from tasks_app.records import lease_path, lease_record, record_text, task_path, task_record
 
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
 _LINE_BREAKS = re.compile(r"[\r\n]+")
@@ -135,3 +143,40 @@ def cursor_files(cursors: Iterable[tuple[str, int]]) -> dict[str, bytes]:
         name = cursor_name(agent)
         highest[name] = max(seq, highest.get(name, seq))
     return {name: cursor_bytes(seq) for name, seq in sorted(highest.items())}
+
+
+# The reference's modes: messages, ``_meta.json`` and cursors with the default umask, JSON
+# records and ``state.md`` from mkstemp (REFERENCE-CLI §3.1).
+PLAIN_MODE = 0o644
+RECORD_MODE = 0o600
+TASKS_DIR = "tasks"
+CLAIMS_DIR = "claims"
+LOCKS_DIR = "locks"
+
+
+def task_file(
+    task: Task, *, channel: str, depends_on: Sequence[str], lease: Lease | None
+) -> tuple[str, bytes]:
+    """``tasks/<id>.json``: the API's task record (``tasks_app.records``), as the reference
+    writes it."""
+    record = task_record(task, channel=channel, depends_on=depends_on, lease=lease)
+    return task_path(record), record_text(record).encode("utf-8")
+
+
+def lease_file(lease: Lease, *, task_id: str, channel: str) -> tuple[str, bytes]:
+    """``claims/<task>.<owner>.json`` of an active lease (an expired one too: it stays until
+    recovered)."""
+    record = lease_record(lease, task_id=task_id, channel=channel)
+    return lease_path(record), record_text(record).encode("utf-8")
+
+
+def lock_file(lock: PathLock) -> tuple[str, bytes]:
+    """``locks/<lock_id>.json`` of a lock loaded with its channel and entries."""
+    record = lock_to_dict(lock)
+    return lock_file_name(record), lock_file_bytes(record)
+
+
+def state_bytes(markdown: str) -> bytes:
+    """``state.md``: a stored summary's markdown (the compaction rendered it as the reference
+    does), as UTF-8."""
+    return markdown.encode("utf-8")
