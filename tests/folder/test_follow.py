@@ -1,0 +1,136 @@
+"""``sync_folder --follow`` beside a server that is another process: on the default set-up
+(SQLite, in-memory layer, so only ``PRAGMA data_version`` can tell), and on Redis (the layer's
+rings, with the SQLite check turned off by a poll of an hour)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import (
+    ROOT,
+    ServerProcess,
+    auth,
+    redis_reachable,
+    redis_url_for_tests,
+    require_service,
+)
+from tests.folder.test_command import env
+from tests.signals import wait_until
+
+
+def follower(root: Path, *flags: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "sync_folder",
+            "--root",
+            str(root),
+            "--follow",
+            *flags,
+        ],
+        cwd=ROOT,
+        env={**env(), **(extra_env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def stopped(proc: subprocess.Popen, sig: int) -> tuple[int, str, str]:
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
+
+
+def scenario_over_http(url: str, token: str, root: Path) -> None:
+    """Every kind of change shows up in the folder without a sync being asked for."""
+    with httpx.Client(base_url=url, headers=auth(token), timeout=30) as http:
+        assert http.post("/api/v1/channels/", json={"name": "live"}).status_code == 201
+        wait_until(lambda: (root / "live" / "_meta.json").exists(), what="new channel synced")
+        r = http.post("/api/v1/channels/live/messages/", json={"title": "hello", "body": "hi"})
+        assert r.status_code == 201, r.text
+        wait_until(lambda: list((root / "live").glob("0001-alice-hello.md")), what="message")
+        r = http.post("/api/v1/channels/live/tasks/", json={"id": "T-1", "title": "t"})
+        assert r.status_code == 201, r.text
+        wait_until(lambda: (root / "live" / "tasks" / "T-1.json").exists(), what="task")
+        r = http.post("/api/v1/channels/live/tasks/T-1/claim/", json={})
+        assert r.status_code == 200, r.text
+        claim = root / "live" / "claims" / "T-1.alice.json"
+        wait_until(claim.exists, what="claim")
+        r = http.post("/api/v1/channels/live/locks/", json={"paths": ["src/a.py"]})
+        assert r.status_code == 201, r.text
+        lock = root / "live" / "locks" / f"{r.json()['lock_id']}.json"
+        wait_until(lock.exists, what="lock")
+        assert http.delete(f"/api/v1/channels/live/locks/{lock.stem}/").status_code == 200
+        wait_until(lambda: not lock.exists(), what="unlocked lock removed")
+        r = http.post("/api/v1/channels/live/tasks/T-1/done/", json={})
+        assert r.status_code == 200, r.text
+        wait_until(lambda: not claim.exists(), what="claim removed")
+        wait_until(
+            lambda: json.loads((root / "live" / "tasks" / "T-1.json").read_text())["status"]
+            == "done",
+            what="task done",
+        )
+
+
+def test_follow_keeps_up_with_a_server_in_another_process_on_sqlite(
+    live: ServerProcess, make_agent, tmp_path: Path
+) -> None:
+    _, token = make_agent("alice")
+    root = tmp_path / "root"
+    # An interval of an hour: whatever shows up came from data_version, not the safety net.
+    proc = follower(root, "--poll", "0.1", "--interval", "3600")
+    try:
+        wait_until(lambda: (root / ".agentchat-sync").is_dir(), what="first sync")
+        scenario_over_http(live.url, token, root)
+    finally:
+        code, out, err = stopped(proc, signal.SIGTERM)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "live:" in out  # a summary line per sync that changed something
+
+
+def test_follow_stops_cleanly_on_sigint(transactional_db, tmp_path: Path) -> None:
+    proc = follower(tmp_path / "root", "--poll", "0.1")
+    wait_until(lambda: (tmp_path / "root" / ".agentchat-sync").is_dir(), what="first sync")
+    code, out, err = stopped(proc, signal.SIGINT)
+    assert code == 0, err
+    assert "Traceback" not in err
+
+
+def test_follow_is_rung_by_the_redis_layer(transactional_db, make_agent, tmp_path: Path) -> None:
+    url = redis_url_for_tests()
+    require_service("Redis", redis_reachable(url), f"no Redis at {url}")
+    _, token = make_agent("alice")
+    server = ServerProcess(env={"REDIS_URL": url})
+    root = tmp_path / "root"
+    # Neither data_version (checked once an hour) nor the interval can wake it: only rings.
+    # A channel made after the follower started is only found by the interval, so the channel
+    # exists first.
+    with httpx.Client(base_url=server.url, headers=auth(token), timeout=30) as http:
+        assert http.post("/api/v1/channels/", json={"name": "rung"}).status_code == 201
+    proc = follower(root, "--poll", "3600", "--interval", "3600", extra_env={"REDIS_URL": url})
+    try:
+        wait_until(lambda: (root / "rung" / "_meta.json").exists(), what="first sync")
+        with httpx.Client(base_url=server.url, headers=auth(token), timeout=30) as http:
+            for i in range(3):
+                r = http.post("/api/v1/channels/rung/messages/", json={"title": f"m{i}"})
+                assert r.status_code == 201
+                seq = r.json()["seq"]
+                wait_until(
+                    lambda seq=seq, i=i: (root / "rung" / f"{seq:04d}-alice-m{i}.md").exists(),
+                    what=f"message {seq}",
+                )
+    finally:
+        code, _, err = stopped(proc, signal.SIGTERM)
+        server.stop()
+    assert code == 0, err
+
