@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.conftest import (
     ROOT,
@@ -75,8 +74,9 @@ def scenario_over_http(url: str, token: str, root: Path) -> None:
         assert r.status_code == 200, r.text
         wait_until(lambda: not claim.exists(), what="claim removed")
         wait_until(
-            lambda: json.loads((root / "live" / "tasks" / "T-1.json").read_text())["status"]
-            == "done",
+            lambda: (
+                json.loads((root / "live" / "tasks" / "T-1.json").read_text())["status"] == "done"
+            ),
             what="task done",
         )
 
@@ -101,7 +101,7 @@ def test_follow_keeps_up_with_a_server_in_another_process_on_sqlite(
 def test_follow_stops_cleanly_on_sigint(transactional_db, tmp_path: Path) -> None:
     proc = follower(tmp_path / "root", "--poll", "0.1")
     wait_until(lambda: (tmp_path / "root" / ".agentchat-sync").is_dir(), what="first sync")
-    code, out, err = stopped(proc, signal.SIGINT)
+    code, _, err = stopped(proc, signal.SIGINT)
     assert code == 0, err
     assert "Traceback" not in err
 
@@ -133,4 +133,3 @@ def test_follow_is_rung_by_the_redis_layer(transactional_db, make_agent, tmp_pat
         code, _, err = stopped(proc, signal.SIGTERM)
         server.stop()
     assert code == 0, err
-
