@@ -301,3 +301,19 @@ def test_symlinks_in_the_folder_are_never_followed(tmp_path: Path) -> None:
     assert not (chan / "0001-alice-schema-v0-2.md").is_symlink()
     folder_sync(root=tmp_path / "fresh")
     assert scenario.tree(root) == scenario.tree(tmp_path / "fresh")
+
+
+def test_a_second_sync_of_the_same_root_is_refused_while_one_runs(tmp_path: Path) -> None:
+    import fcntl
+
+    scenario.build()
+    folder_sync(root=tmp_path)
+    fd = os.open(tmp_path / SYNC_DIR / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(AppError) as caught:
+            folder_sync(root=tmp_path)
+        assert caught.value.code == "SYNC_BUSY"
+    finally:
+        os.close(fd)
+    assert folder_sync(root=tmp_path).written == 0
