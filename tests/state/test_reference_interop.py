@@ -6,15 +6,22 @@ prints byte for byte our markdown, and ``state --json`` our JSON (but ``generate
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from agentchat.folder.sync import folder_sync
 from channels_app.models import Channel
-from tests.folder.write import write_channel
 from tests.reference import ref, require_reference
 from tests.state.scenario import CHANNEL, Scenario, imported_message
 
 pytestmark = pytest.mark.django_db
+
+
+def synced(root: Path, channel: str) -> Path:
+    """The channel as ``sync_folder`` writes it under ``root``; returns its folder."""
+    folder_sync(root=root, channel=channel)
+    return root / channel
 
 
 def state_md(client, **params):
@@ -48,7 +55,7 @@ def test_the_references_state_of_a_synced_scenario_is_ours(api_for, frozen, tmp_
     require_reference()
     scenario = Scenario(api_for, frozen)
     scenario.build()
-    write_channel(tmp_path, Channel.objects.get(name=CHANNEL))
+    synced(tmp_path, CHANNEL)
     compare(tmp_path, scenario.clients["alice"])
 
 
@@ -56,7 +63,7 @@ def test_our_compaction_stores_what_the_references_compaction_writes(api_for, fr
     require_reference()
     scenario = Scenario(api_for, frozen)
     scenario.build()
-    before = write_channel(tmp_path / "before", Channel.objects.get(name=CHANNEL))
+    before = synced(tmp_path / "before", CHANNEL)
     alice = scenario.clients["alice"]
     compacted = alice.post(f"/api/v1/channels/{CHANNEL}/compact/", {}, format="json")
     assert compacted.status_code == 201, compacted.content
@@ -74,9 +81,10 @@ def test_our_compaction_stores_what_the_references_compaction_writes(api_for, fr
     last = snapshot["audit_seq"] - 1
     assert f"**Last Message Sequence**: #{last:04d}" in snapshot["markdown"]
     theirs = next(before.glob(f"{snapshot['audit_seq']:04d}-*.md"))
-    after = write_channel(tmp_path / "after", Channel.objects.get(name=CHANNEL))
+    after = synced(tmp_path / "after", CHANNEL)
     ours = after / theirs.name
     assert ours.exists()
+    assert (after / "state.md").read_text(encoding="utf-8") == snapshot["markdown"]  # the sync's
 
     def without_time(path):
         head, _, body = path.read_text(encoding="utf-8").partition("\n---\n")
@@ -105,7 +113,7 @@ def test_imported_frontmatter_keys_and_free_text_senders_read_as_in_the_referenc
     imported_message(channel, 5, title="--- dashes", body="x: y", frontmatter=[["k", "a---b"]])
     imported_message(channel, 12, title="# no", body="##Verification\nok", frontmatter=[],
                      status="Verified")  # fmt: skip
-    write_channel(tmp_path, Channel.objects.get(name="imported"))
+    synced(tmp_path, "imported")
     ours = alice.get("/api/v1/channels/imported/state/", {"format": "md"}).content.decode()
     assert "#0012" in ours and "#0001" in ours and "#0002" in ours
     assert ref(tmp_path, "state", "imported").stdout == ours
