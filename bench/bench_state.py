@@ -158,6 +158,7 @@ def measure(reference: Path | None) -> dict[str, Any]:
 
     if reference is not None:
         from tests.folder.write import write_channel
+
         from tests.reference import ref
 
         folder_root = Path(tempfile.mkdtemp(prefix="bench-state-ref-"))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ from channels_app.services import audit_post
 from locks_app import records, selectors
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
+from locks_app.imports import LockImport
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import (
     WORKSPACE,
@@ -395,3 +397,47 @@ def lock_force_release(
             raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
         _audit(EVENT_FORCE_RELEASED, record, channel=channel, actor=actor, reason=reason)
     return record
+
+
+def locks_import(*, channel: Channel, locks: Sequence[LockImport]) -> None:
+    """Store a channel's path locks as ``locks_app.imports`` checked them (each record, and no
+    overlap between them), in the caller's transaction (the folder import's), with the
+    entries' index keys written as every lock's are (``_entry_row``). No audit message is
+    posted: the folder's own are imported as they are. Raises PATH_LOCK_CONFLICT (a lock of
+    the channel exists already), PATH_LOCK_TOO_MANY_PATTERNS."""
+    _root_patterns_check(channel, [entry for lock in locks for entry in lock.entries])
+    try:
+        with transaction.atomic():
+            # SQLite and PostgreSQL return the new keys from a bulk insert.
+            rows = PathLock.objects.bulk_create(
+                [
+                    PathLock(
+                        lock_id=lock.lock_id,
+                        channel=channel,
+                        owner=lock.owner,
+                        expires_at=lock.times["expires_at"],
+                        locked_at=lock.times["locked_at"],
+                        updated_at=lock.times["updated_at"],
+                        previous_owner=lock.previous_owner,
+                        previous_expires_at=lock.times["previous_expires_at"],
+                        recovery_reason=lock.recovery_reason,
+                        spellings=lock.spellings,
+                    )
+                    for lock in locks
+                ],
+                batch_size=500,
+            )
+            PathLockEntry.objects.bulk_create(
+                (
+                    _entry_row(row, position, entry)
+                    for row, lock in zip(rows, locks, strict=True)
+                    for position, entry in enumerate(lock.entries)
+                ),
+                batch_size=500,
+            )
+    except IntegrityError:
+        raise AppError(
+            "PATH_LOCK_CONFLICT",
+            f"channel {channel.name!r} holds locks already",
+            detail={"channel": channel.name},
+        ) from None

@@ -104,6 +104,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("TASK_UNKNOWN_FIELD", 400, "a task request field that is not known"),
     ("TASK_REQUIRED_FIELD_MISSING", 400, "a required task field is missing"),
     ("TASK_CONFLICT", 409, "the task changed concurrently (a compare-and-set lost)"),
+    ("TASK_INVALID_RECORD", 400, "an imported task record is not a JSON object"),
+    ("TASK_INVALID_CREATED_BY", 400, "an imported task's created_by is not one line of text"),
+    ("TASK_INVALID_TIMESTAMP", 400, "an imported task time is not ISO-8601 with a UTC offset"),
+    ("TASK_RECORD_ID_MISMATCH", 400, "an imported task's id is not its file name"),
+    ("TASK_CHANNEL_MISMATCH", 400, "an imported task names another channel than its folder"),
     # --- leases (the reference's LEASE_* codes)
     ("LEASE_NOT_FOUND", 404, "the task has no lease"),
     ("LEASE_CONFLICT", 409, "another agent holds an unexpired lease"),
@@ -117,6 +122,16 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("LEASE_INVALID_OWNER", 400, "an owner that is not a valid agent name"),
     ("LEASE_UNKNOWN_FIELD", 400, "a lease request field that is not known"),
     ("LEASE_REQUIRED_FIELD_MISSING", 400, "a required lease field is missing"),
+    ("LEASE_INVALID_RECORD", 400, "an imported claim record is not a JSON object, or is partial"),
+    ("LEASE_INVALID_TASK_ID", 400, "an imported claim's task_id is not a record id"),
+    ("LEASE_INVALID_TIMESTAMP", 400, "an imported lease time is not ISO-8601 with a UTC offset"),
+    ("LEASE_RECORD_ID_MISMATCH", 400, "an imported claim is not named <task_id>.<owner>.json"),
+    (
+        "LEASE_INCONSISTENT",
+        409,
+        "an imported task and its claim disagree (owner, expiry, status, count, channel)",
+    ),
+    ("LEASE_TRANSACTION_PENDING", 409, "a folder holds claims/.lease-transaction.json"),
     # --- path locks (the reference's PATH_LOCK_* codes; exit family 1 as in the reference)
     ("PATH_LOCK_NOT_FOUND", 404, "no lock with that id or path"),
     ("PATH_LOCK_CONFLICT", 409, "the paths overlap an active lock (or each other)"),
@@ -138,6 +153,9 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         409,
         "the channel holds as many patterns starting with a wildcard as it may (a setting)",
     ),
+    ("PATH_LOCK_INVALID_RECORD", 400, "an imported lock record breaks the reference's rules"),
+    ("PATH_LOCK_INVALID_TIMESTAMP", 400, "an imported lock time is not ISO-8601 with an offset"),
+    ("PATH_LOCK_TRANSACTION_PENDING", 409, "a folder holds locks/.path-lock-transaction.json"),
     # --- capability and status events (the reference's EVENT_* codes, in its check order)
     ("EVENT_INVALID_RECORD", 400, "an event that is not a JSON object"),
     ("EVENT_UNSUPPORTED_VERSION", 400, "schema_version is not the integer 1"),
@@ -173,6 +191,18 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("SYNC_BUSY", 409, "another sync_folder holds this root"),
     ("SYNC_GIT_FAILED", 500, "a git command of --git-commit failed"),
     # --- the server
+    # --- the folder import (import_folder): each names the file it is about
+    ("IMPORT_ROOT_INVALID", 400, "the import's root is not a readable directory"),
+    ("IMPORT_CHANNEL_NOT_FOUND", 404, "no channel folder (holding _meta.json) of that name"),
+    ("IMPORT_PATH_OUTSIDE_ROOT", 400, "a symbolic link where the import reads (never followed)"),
+    ("IMPORT_UNREADABLE", 400, "a file is not a regular file, not UTF-8 or cannot be read"),
+    ("IMPORT_LIMIT_EXCEEDED", 413, "a file is too big, or a folder holds too many entries"),
+    ("IMPORT_INVALID_FILE_NAME", 400, "a message, cursor or marker file name is malformed"),
+    ("IMPORT_BAD_FRONTMATTER", 400, "a message file's frontmatter is missing or malformed"),
+    ("IMPORT_DUPLICATE_SEQ", 409, "two message files carry the same seq"),
+    ("IMPORT_INVALID_META", 400, "_meta.json is not a valid channel description"),
+    ("IMPORT_INVALID_CURSOR", 400, "a cursor file holds no message number"),
+    ("IMPORT_FOLDER_CHANGED", 409, "a file changed while it was being imported"),
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),
 )

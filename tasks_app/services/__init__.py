@@ -11,7 +11,8 @@ The package, along its seams:
 - ``graph``: the status machine and the dependency graph, pure (no database);
 - ``store``: the row-level steps every mutation shares (channel lock, compare-and-set, "now");
 - ``audit``: the audit message of a mutation and the lease history rows;
-- ``tasks``: create, update, block; ``leases``: claim, renew, done, release, recover.
+- ``tasks``: create, update, block; ``leases``: claim, renew, done, release, recover;
+- ``imports``: tasks and leases from a reference folder (the folder import).
 
 Public names are imported here, so callers (the API views, the admin) use
 ``tasks_app.services.<name>``.
@@ -20,6 +21,7 @@ Public names are imported here, so callers (the API views, the admin) use
 from __future__ import annotations
 
 from tasks_app.services.graph import NEEDS_READY, TRANSITIONS
+from tasks_app.services.imports import tasks_import
 from tasks_app.services.leases import (
     lease_claim,
     lease_complete,
@@ -49,4 +51,5 @@ __all__ = [
     "task_block",
     "task_create",
     "task_update",
+    "tasks_import",
 ]

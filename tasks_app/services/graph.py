@@ -104,3 +104,30 @@ def dependencies_check(
             if target not in parent:
                 parent[target] = node
                 stack.append(target)
+
+
+def graph_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
+    """A cycle of a whole dependency graph (``[a, b, …, a]``), or None when it has none.
+    Iterative depth-first search, linear in the graph."""
+    visiting, done = 1, 2
+    state: dict[str, int] = {}
+    for start in sorted(edges):
+        if start in state:
+            continue
+        state[start] = visiting
+        path = [start]
+        stack = [iter(edges.get(start, ()))]
+        while stack:
+            target = next(stack[-1], None)
+            if target is None:
+                state[path.pop()] = done
+                stack.pop()
+                continue
+            seen = state.get(target)
+            if seen == visiting:
+                return [*path[path.index(target) :], target]
+            if seen is None:
+                state[target] = visiting
+                path.append(target)
+                stack.append(iter(edges.get(target, ())))
+    return None

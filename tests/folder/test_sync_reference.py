@@ -9,7 +9,6 @@ The reference runs as ``tests.reference`` finds it (skipped without it, failing 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,13 +18,10 @@ from typing import Any
 import pytest
 
 from agentchat.folder.sync import folder_sync
-from tests.reference import REF_PYTHON, ref, require_reference
+from tests.reference import REF_PYTHON, VERIFY_ROOT, ref, require_reference
 
 pytestmark = pytest.mark.django_db
 
-VERIFY_ROOT = Path(
-    os.environ.get("AGENTCHAT_VERIFY_ROOT", "/work/shared/reference/scripts/verify_root.py")
-)
 SEPARATOR = "=" * 70
 
 
