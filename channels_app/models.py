@@ -84,6 +84,11 @@ class Message(models.Model):
     seq = models.BigIntegerField()
     # An agent name; messages imported from a reference folder may carry free text.
     sender = models.CharField(max_length=200, db_index=True)
+    # Provenance (issue 11): whether a person or an agent sent it, taken from the sender's
+    # identity on the server when it was posted (Agent.kind), never from the request.
+    sender_kind = models.CharField(
+        max_length=8, choices=[("agent", "agent"), ("human", "human")], default="agent"
+    )
     # Recipients; [] is a broadcast.
     to = models.JSONField(default=list, blank=True)
     # ",bob,carol," (or "" for a broadcast): lets the database pre-filter relevance.

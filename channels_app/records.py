@@ -47,6 +47,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         "id": message.id,
         "channel": message.channel.name,
         "from": message.sender,
+        "sender_kind": message.sender_kind,
         "to": list(message.to),
         "reply_to": message.reply_to,
         "status": message.status,

@@ -313,6 +313,7 @@ def message_post(
     metadata: dict[str, str] | None = None,
     access_change: bool = False,
     ts: datetime | None = None,
+    sender_kind: str | None = None,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
@@ -325,6 +326,10 @@ def message_post(
     A status ``event.*`` belongs to event messages (``event_post``) only: the reference's
     ``event read`` parses every message so labelled and fails on the first that is no event,
     so one such post would break it for the whole channel of a synced folder.
+
+    ``sender_kind`` (provenance: ``agent`` or ``human``) is the sender's identity's kind; the
+    caller that holds the sender's Agent passes it, else it is looked up by name (a sender that
+    is no agent, such as an admin's user name, counts as an agent).
 
     The sender's presence row (its last activity) is written in the same transaction.
     Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND, ID_CONFLICT.
@@ -379,6 +384,7 @@ def message_post(
                 channel=channel,
                 seq=seq,
                 sender=sender,
+                sender_kind=sender_kind or _kind_of(sender),
                 to=recipients,
                 recipients=recipients_column(recipients),
                 reply_to=reply_to,
@@ -420,6 +426,11 @@ def message_post(
         event["message"] = message_to_dict(message)
     push_on_commit(channel_group(channel.pk), event)
     return message, True
+
+
+def _kind_of(sender: str) -> str:
+    kind = Agent.objects.filter(name=sender).values_list("kind", flat=True).first()
+    return kind or Agent.Kind.AGENT
 
 
 def _presence_sent(message: Message) -> None:
@@ -800,6 +811,7 @@ class ImportedMessage(NamedTuple):
     data: Any
     metadata: dict[str, str]
     frontmatter: list[list[str]]
+    sender_kind: str = "agent"  # "human" when the file says so (our own extra key)
 
 
 class ImportedPresence(NamedTuple):
@@ -901,6 +913,7 @@ def messages_import(*, channel: Channel, messages: Iterable[ImportedMessage]) ->
             channel=channel,
             seq=item.seq,
             sender=item.sender,
+            sender_kind=item.sender_kind,
             to=item.to,
             recipients=recipients_column(item.to),
             reply_to=item.reply_to,

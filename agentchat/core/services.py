@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
+from agentchat.core.humans import human_agent
 from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
 from agentchat.core.names import check_agent_name
 from agentchat.core.push import push_on_commit
@@ -24,10 +25,9 @@ def agent_get_or_create(*, name: str, kind: str = Agent.Kind.AGENT) -> Agent:
 
 
 def admin_actor(user: Any) -> str:
-    """Who an admin action is done by, as audit messages name it: the admin's linked agent,
-    else their user name."""
-    name = Agent.objects.filter(user=user).values_list("name", flat=True).first()
-    return name or user.get_username()
+    """Who an admin action is done by, as audit messages name it: the admin's human agent
+    (made on first use, as on the dashboard), so its audit says ``sender_kind: human``."""
+    return human_agent(user).name
 
 
 @write_atomic()

@@ -19,10 +19,10 @@ from django.views.decorators.http import require_http_methods
 
 from agentchat.core import clock
 from agentchat.core.errors import AppError
+from agentchat.core.humans import human_agent
 from agentchat.core.models import Agent
 from agentchat.core.records import ts_parse
 from agentchat.core.validation import int_parse
-from agentchat.dashboard.identity import human_agent
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
@@ -137,9 +137,6 @@ def _shown_messages(
                 "seq", "sender", "title", "body"
             )
         )
-    kinds = dict(
-        Agent.objects.filter(name__in={m.sender for m in messages}).values_list("name", "kind")
-    )
     shown = []
     for message in messages:
         parent = parents.get(message.reply_to) if message.reply_to is not None else None
@@ -150,7 +147,7 @@ def _shown_messages(
                 "html": mark_safe(markdown_html(message.body))  # sanitized by nh3
                 if message.kind == Message.Kind.MESSAGE
                 else None,
-                "kind": kinds.get(message.sender, "unknown"),
+                "kind": message.sender_kind,
                 "relevant": message.is_relevant_to(agent.name),
                 "parent": parent,
                 "parent_excerpt": (parent.body.strip().splitlines() or [""])[0][:160]
@@ -213,6 +210,7 @@ def channel_post(request: HttpRequest, name: str) -> HttpResponse:
         message, _ = services.message_post(
             channel=channel,
             sender=agent.name,
+            sender_kind=agent.kind,
             title=form.get("title", "").strip(),
             body=form.get("body", ""),
             to=to,

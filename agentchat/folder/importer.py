@@ -215,6 +215,7 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
         data=mapped.get("data"),
         metadata=mapped.get("metadata", {}),
         frontmatter=extra,
+        sender_kind=mapped.get("sender_kind", "agent"),
     )
     return ParsedMessage(message, event)
 
@@ -224,6 +225,11 @@ def _map_ours(key: str, value: str, mapped: dict[str, Any]) -> bool:
     renderer writes it (so a synced folder round-trips); False keeps it as an extra key."""
     if key == "id":
         if is_record_id(value, max_length=MESSAGE_ID_MAX) and not _SERVER_ID.fullmatch(value):
+            mapped[key] = value
+            return True
+        return False
+    if key == "sender_kind":
+        if value == "human":
             mapped[key] = value
             return True
         return False

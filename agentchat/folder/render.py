@@ -11,7 +11,8 @@ body follows the closing ``---`` at once, its trailing whitespace stripped, one 
 
 What the reference's frontmatter cannot hold is carried as extra keys after its own (its
 readers ignore keys they do not know): ``id`` (unless the server made it: ``msg_`` and 32 hex
-digits), ``conversation_id``, ``correlation_id``, ``content_type``, ``data`` and ``metadata``
+digits), ``sender_kind`` (only ``human``: a person sent it), ``conversation_id``,
+``correlation_id``, ``content_type``, ``data`` and ``metadata``
 (compact JSON) when set, then the keys an imported file carried (``Message.frontmatter``),
 verbatim and in their order.
 
@@ -86,6 +87,8 @@ def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, st
     ]
     if not _SERVER_ID.fullmatch(message.id):
         pairs.append(("id", message.id))
+    if message.sender_kind != "agent":
+        pairs.append(("sender_kind", message.sender_kind))
     for key in ("conversation_id", "correlation_id", "content_type"):
         if value := getattr(message, key):
             pairs.append((key, value))

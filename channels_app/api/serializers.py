@@ -200,6 +200,11 @@ class MessageOutput(serializers.Serializer):
     seq = serializers.IntegerField()
     id = serializers.CharField()
     channel = serializers.CharField()
+    sender_kind = serializers.ChoiceField(
+        choices=["agent", "human"],
+        help_text="provenance: whether a person or an agent sent it, from the sender's identity "
+        "on the server (never from the request)",
+    )
     to = serializers.ListField(child=serializers.CharField(), help_text="[] = broadcast")
     reply_to = serializers.IntegerField(allow_null=True)
     status = serializers.CharField()

@@ -183,7 +183,11 @@ class MessageListPostApi(APIView):
         check_sender(request, data)
         channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.message_post(
-            channel=channel, sender=request.user.name, message_id=data.pop("id", None), **data
+            channel=channel,
+            sender=request.user.name,
+            sender_kind=request.user.kind,
+            message_id=data.pop("id", None),
+            **data,
         )
         # The bytes message_post measured (json_size): not rendered a second time.
         return HttpResponse(

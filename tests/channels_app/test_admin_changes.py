@@ -62,12 +62,15 @@ def test_an_admin_edit_is_audited_as_the_admin(admin_client, admin_user, room):
     room.refresh_from_db()
     assert (room.topic, room.members, room.maintainer) == ("new", ["alice", "bob"], "alice")
     [audit] = audits()
-    assert audit.sender == "admin"
+    # The admin acts as their human agent, made on first use: the audit is a person's.
+    assert (audit.sender, audit.sender_kind) == ("admin", "human")
+    assert Agent.objects.get(user=admin_user).kind == Agent.Kind.HUMAN
     payload = json.loads(audit.body)
     assert payload["actor"] == "admin"
     assert payload["before"] == {"members": ["alice"], "topic": "old"}
     assert payload["after"] == {"members": ["alice", "bob"], "topic": "new"}
-    # with a linked agent, the admin acts as that agent
+    # with another linked agent, the admin acts as that agent
+    Agent.objects.filter(user=admin_user).update(user=None)
     Agent.objects.create(name="ops", user=admin_user)
     admin_client.post(change_url(room), form(room, visibility="open"))
     assert audits()[-1].sender == "ops"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from agentchat.core.humans import human_agent, human_name
 from agentchat.core.models import Agent
-from agentchat.dashboard.identity import human_agent, human_name
 from channels_app import services
 from channels_app.models import Channel, Cursor
 
