@@ -99,6 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "agentchat.dashboard.context.navigation",
             ],
             "libraries": {"dashboard": "agentchat.dashboard.filters"},
         },

@@ -133,6 +133,17 @@ class Message(models.Model):
                 condition=models.Q(kind="event"),
                 name="message_event_status_seq",
             ),
+            # Approvals (selectors.approvals_pending): the requests, and the answers to them.
+            models.Index(
+                fields=["ts", "id"],
+                condition=models.Q(status="needs-approval"),
+                name="message_approval_requests",
+            ),
+            models.Index(
+                fields=["channel", "reply_to"],
+                condition=models.Q(status__in=["approved", "rejected"]),
+                name="message_approval_answers",
+            ),
         ]
 
     def __str__(self) -> str:

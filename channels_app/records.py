@@ -125,3 +125,12 @@ def presence_to_dict(
         "last_read_at": ts_micros(read_at) if read_at is not None else None,
         "last_active_at": ts_micros(active) if active is not None else None,
     }
+
+
+def approval_to_dict(request: Message) -> dict[str, Any]:
+    """A pending approval request: the request message and who decides (the channel's
+    maintainer, or null: any answer counts)."""
+    return {
+        "request": message_to_dict(request),
+        "maintainer": request.channel.maintainer or None,
+    }

@@ -21,6 +21,7 @@ from agentchat.core import clock
 from agentchat.core.errors import AppError
 from agentchat.core.humans import human_agent
 from agentchat.core.models import Agent
+from agentchat.core.names import is_agent_name
 from agentchat.core.records import ts_parse
 from agentchat.core.validation import int_parse
 from agentchat.dashboard.markdown import markdown_html
@@ -29,6 +30,8 @@ from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app import services
 from channels_app.models import Channel, Message, Presence
 from channels_app.selectors import (
+    APPROVAL_REQUEST,
+    approvals_pending,
     channel_after_check,
     channel_get,
     channel_list,
@@ -394,3 +397,62 @@ def channel_state(request: HttpRequest, name: str) -> HttpResponse:
             "snapshot": snapshot,
         },
     )
+
+
+ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
+
+
+@login_required
+@require_http_methods(["GET"])
+def approvals(request: HttpRequest) -> HttpResponse:
+    """The pending approval requests across the channels I may see, each with Approve and
+    Reject (and an optional comment)."""
+    agent = human_agent(request.user)
+    pending, more = approvals_pending(viewer=agent.name, limit=PAGE_MESSAGES * 4)
+    shown = []
+    for message in pending:
+        shown.append(
+            {
+                "m": message,
+                "html": mark_safe(markdown_html(message.body)),  # sanitized by nh3
+                "maintainer": message.channel.maintainer,
+                "decides": not message.channel.maintainer
+                or message.channel.maintainer == agent.name,
+            }
+        )
+    return render(
+        request, "dashboard/approvals.html", {"agent": agent, "pending": shown, "more": more}
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def approval_answer(request: HttpRequest, name: str, seq: int) -> HttpResponse:
+    """Approve or reject request #seq: a reply from me with status ``approved`` or
+    ``rejected`` (and the comment as its body), which wakes the requester like any message."""
+    agent, channel = _channel_or_404(request, name)
+    decision = request.POST.get("decision", "")
+    try:
+        if decision not in ANSWER_TITLES:
+            raise AppError(
+                "INVALID_VALUE",
+                "decision must be approved or rejected",
+                detail={"field": "decision"},
+            )
+        asked = Message.objects.filter(channel=channel, seq=seq, status=APPROVAL_REQUEST).first()
+        if asked is None:
+            raise AppError("INVALID_SEQ", f"#{seq} is no approval request", detail={"seq": seq})
+        title = f"{ANSWER_TITLES[decision]}: {asked.title}"[: services.TITLE_MAX]
+        services.message_post(
+            channel=channel,
+            sender=agent.name,
+            sender_kind=agent.kind,
+            title=title,
+            body=request.POST.get("comment", ""),
+            to=[asked.sender] if is_agent_name(asked.sender) and asked.sender != agent.name else [],
+            reply_to=seq,
+            status=decision,
+        )
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    return redirect("dashboard:approvals")

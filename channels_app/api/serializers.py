@@ -365,3 +365,16 @@ class PresenceOutput(serializers.Serializer):
 
 class PresenceListOutput(serializers.Serializer):
     presence = PresenceOutput(many=True)
+
+
+class ApprovalOutput(serializers.Serializer):
+    request = MessageOutput()
+    maintainer = serializers.CharField(
+        allow_null=True,
+        help_text="who decides: only this agent's answer counts (null: anyone's answer counts)",
+    )
+
+
+class ApprovalListOutput(serializers.Serializer):
+    approvals = ApprovalOutput(many=True)
+    more = serializers.BooleanField()

@@ -389,3 +389,35 @@ class PresenceApi(APIView):
         channel = selectors.channel_get(name, viewer=request.user.name)
         items = selectors.presence_list(channel=channel, viewer=request.user.name)
         return Response({"presence": [records.presence_to_dict(*item) for item in items]})
+
+
+class ApprovalsApi(APIView):
+    @extend_schema(
+        operation_id="approvals_pending",
+        parameters=[
+            OpenApiParameter(
+                "limit", int, description=f"at most this many (1-{selectors.APPROVALS_MAX})"
+            )
+        ],
+        responses=s.ApprovalListOutput,
+        extensions=raises("INVALID_VALUE"),
+        summary="Pending approval requests in every channel the caller may see",
+        description=(
+            "A request is a message with status `needs-approval`; it is pending until a reply "
+            "to it (`reply_to`) with status `approved` or `rejected` exists — from the "
+            "channel's maintainer when the channel names one (others may still comment). "
+            "Oldest first; `more` says the page was cut."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        limit = parse_int_param(
+            request,
+            "limit",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=selectors.APPROVALS_MAX,
+            default=100,
+        )
+        assert limit is not None  # it has a default
+        pending, more = selectors.approvals_pending(viewer=request.user.name, limit=limit)
+        return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})

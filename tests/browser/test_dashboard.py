@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -16,6 +17,7 @@ from django.conf import settings
 
 from agentchat.core.services import agent_get_or_create, token_create
 from channels_app import services
+from channels_app.models import Channel
 from locks_app import services as locks
 from tasks_app import services as tasks
 from tests.conftest import auth, require_service
@@ -178,3 +180,55 @@ def test_a_hostile_body_runs_nothing_on_load_or_on_live_arrival(chromium, team):
     page.wait_for_selector(f"#m-{arrived['seq']} .body strong", timeout=ARRIVAL_MS)
     _assert_nothing_ran(page)
     assert "still bold" in page.locator(f"#m-{arrived['seq']} .body").inner_text()
+
+
+def test_an_agent_waits_for_approval_and_a_human_approves_in_the_browser(
+    chromium, team, django_user_model
+):
+    live, token = team
+    django_user_model.objects.create_user("bea", password="another-password")
+    asked = _post(live, token, title="Deploy to prod?", status="needs-approval", body="now?")
+    # The agent reads up to its request, then waits for what comes next.
+    httpx.post(f"{live.url}/api/v1/channels/room/ack/", json={}, headers=auth(token))
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(
+            httpx.get,
+            f"{live.url}/api/v1/channels/room/wait/",
+            params={"timeout": "30"},
+            headers=auth(token),
+            timeout=40,
+        )
+        page = _signed_in(chromium, live)
+        page.click("#nav-approvals")
+        card = page.locator(f"#approval-room-{asked['seq']}")
+        assert "Deploy to prod?" in card.inner_text()
+        _shots(page, "approvals")
+        card.locator("input[name=comment]").fill("go ahead")
+        card.locator("button[value=approved]").click()
+        page.wait_for_url(f"{live.url}/approvals/")
+        answer = waiting.result(timeout=40)
+    assert answer.status_code == 200, answer.text
+    [reply] = answer.json()["messages"]
+    assert (reply["reply_to"], reply["status"], reply["sender_kind"]) == (
+        asked["seq"],
+        "approved",
+        "human",
+    )
+    assert page.locator(f"#approval-room-{asked['seq']}").count() == 0
+    listed = httpx.get(f"{live.url}/api/v1/approvals/", headers=auth(token)).json()
+    assert listed["approvals"] == []
+
+
+def test_with_a_maintainer_another_humans_approval_leaves_it_pending(chromium, team):
+    live, token = team
+    Channel.objects.filter(name="room").update(maintainer="mia")
+    asked = _post(live, token, title="Drop the table?", status="needs-approval")
+    page = _signed_in(chromium, live)
+    page.goto(f"{live.url}/approvals/")
+    card = page.locator(f"#approval-room-{asked['seq']}")
+    assert "Only mia's answer decides: yours is a comment." in card.inner_text()
+    card.locator("button[value=approved]").click()
+    page.wait_for_url(f"{live.url}/approvals/")
+    assert page.locator(f"#approval-room-{asked['seq']}").count() == 1  # still pending
+    listed = httpx.get(f"{live.url}/api/v1/approvals/", headers=auth(token)).json()
+    assert [a["request"]["seq"] for a in listed["approvals"]] == [asked["seq"]]
