@@ -17,6 +17,7 @@ urlpatterns = [
     path("c/<str:name>/locks/", views.channel_locks, name="channel-locks"),
     path("c/<str:name>/state/", views.channel_state, name="channel-state"),
     path("agents/", views.agents, name="agents"),
+    path("search/", views.search_page, name="search"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<str:name>/<int:seq>/", views.approval_answer, name="approval-answer"),
     path("c/<str:name>/post/", views.channel_post, name="channel-post"),

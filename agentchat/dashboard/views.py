@@ -29,6 +29,7 @@ from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app import services
 from channels_app.models import Channel, Message, Presence
+from channels_app.search import messages_search
 from channels_app.selectors import (
     APPROVAL_REQUEST,
     approvals_pending,
@@ -456,3 +457,31 @@ def approval_answer(request: HttpRequest, name: str, seq: int) -> HttpResponse:
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
     return redirect("dashboard:approvals")
+
+
+@login_required
+@require_http_methods(["GET"])
+def search_page(request: HttpRequest) -> HttpResponse:
+    """Search messages (title and body) everywhere I may see, or in one channel."""
+    agent = human_agent(request.user)
+    query = request.GET.get("q", "")
+    name = request.GET.get("channel", "")
+    context: dict[str, Any] = {"agent": agent, "q": query, "in_channel": name, "results": None}
+    if query:
+        try:
+            channel = channel_get(name, viewer=agent.name) if name else None
+            found, more = messages_search(
+                viewer=agent.name, query=query, channel=channel, limit=PAGE_MESSAGES
+            )
+        except AppError as exc:
+            context["error"] = exc
+            return render(request, "dashboard/search.html", context, status=400)
+        context.update(results=_shown_search(agent, found), more=more)
+    return render(request, "dashboard/search.html", context)
+
+
+def _shown_search(agent: Agent, found: list[Message]) -> list[dict[str, Any]]:
+    return [
+        {"m": message, "html": mark_safe(markdown_html(message.body))}  # sanitized by nh3
+        for message in found
+    ]

@@ -378,3 +378,8 @@ class ApprovalOutput(serializers.Serializer):
 class ApprovalListOutput(serializers.Serializer):
     approvals = ApprovalOutput(many=True)
     more = serializers.BooleanField()
+
+
+class SearchOutput(serializers.Serializer):
+    results = MessageOutput(many=True)
+    more = serializers.BooleanField()

@@ -5,6 +5,7 @@ from channels_app.api import views
 urlpatterns = [
     path("channels/", views.ChannelListCreateApi.as_view(), name="channel-list"),
     path("approvals/", views.ApprovalsApi.as_view(), name="approvals"),
+    path("search/", views.SearchApi.as_view(), name="search"),
     path("channels/<str:name>/", views.ChannelDetailApi.as_view(), name="channel-detail"),
     path(
         "channels/<str:name>/messages/", views.MessageListPostApi.as_view(), name="channel-messages"

@@ -18,7 +18,7 @@ from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
-from channels_app import events, records, selectors, services
+from channels_app import events, records, search, selectors, services
 from channels_app.api import serializers as s
 
 
@@ -421,3 +421,44 @@ class ApprovalsApi(APIView):
         assert limit is not None  # it has a default
         pending, more = selectors.approvals_pending(viewer=request.user.name, limit=limit)
         return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
+
+
+class SearchApi(APIView):
+    @extend_schema(
+        operation_id="messages_search",
+        parameters=[
+            OpenApiParameter("q", str, required=True, description="the words to find"),
+            OpenApiParameter("channel", str, description="search this channel only"),
+            OpenApiParameter(
+                "limit", int, description=f"at most this many (1-{search.SEARCH_LIMIT_MAX})"
+            ),
+        ],
+        responses=s.SearchOutput,
+        extensions=raises("INVALID_VALUE", "CHANNEL_NOT_FOUND", "INVALID_NAME"),
+        summary="Search messages (title and body) in the channels the caller may see",
+        description=(
+            f"Every word of `q` must appear (whole words; on SQLite `word*` matches a prefix); "
+            f"at most {search.SEARCH_TERMS_MAX} words, {search.SEARCH_QUERY_MAX} characters. "
+            "Newest first; `more` says the page was cut. Full-text search of the database "
+            "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."
+        ),
+    )
+    def get(self, request: Request) -> Response:
+        limit = parse_int_param(
+            request,
+            "limit",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=search.SEARCH_LIMIT_MAX,
+            default=50,
+        )
+        assert limit is not None  # it has a default
+        name = request.query_params.get("channel")
+        channel = selectors.channel_get(name, viewer=request.user.name) if name else None
+        found, more = search.messages_search(
+            viewer=request.user.name,
+            query=request.query_params.get("q", ""),
+            channel=channel,
+            limit=limit,
+        )
+        return Response({"results": [records.message_to_dict(m) for m in found], "more": more})

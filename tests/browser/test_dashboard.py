@@ -132,9 +132,9 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(ch
     page.click("nav.tabs >> text=Tasks")
     assert "T-1 (in_progress)" in page.locator("#task-T-2").inner_text()
     countdown = page.locator("#task-T-1 time.countdown")
-    first = countdown.inner_text()
+    shown = countdown.inner_text()
     page.wait_for_function(
-        "t => document.querySelector('#task-T-1 time.countdown').textContent !== t", arg=first
+        "t => document.querySelector('#task-T-1 time.countdown').textContent !== t", arg=shown
     )  # it counts down
     _shots(page, "tasks")
     page.click("nav.tabs >> text=Locks")
@@ -146,6 +146,10 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(ch
     page.click("header nav >> text=Agents")
     assert page.locator("#agent-alice").count() == 1
     _shots(page, "agents")
+    page.fill("header form.search input[name=q]", "kickoff")
+    page.press("header form.search input[name=q]", "Enter")
+    page.wait_for_selector(f"#r-room-{first['seq']}")
+    _shots(page, "search")
 
 
 def _assert_nothing_ran(page) -> None:

@@ -298,3 +298,20 @@ def test_the_state_page_renders_the_summary(browser, room):
     assert "<h2>Decisions</h2>" in text
     assert "use &lt;b&gt;X&lt;/b&gt;" in text  # a title is text, never markup
     assert "never compacted" in text
+
+
+def test_the_search_page_finds_what_i_may_see(browser, room, client):
+    services.message_post(channel=room, sender="alice", title="Deploy <b>plan</b>", body="**go**")
+    services.channel_create(
+        name="hidden", created_by="alice", members=["alice"], visibility="members"
+    )
+    services.message_post(
+        channel=Channel.objects.get(name="hidden"), sender="alice", title="deploy"
+    )
+    text = browser.get("/search/", {"q": "deploy"}).content.decode()
+    assert 'id="r-room-1"' in text and 'id="r-hidden-1"' not in text
+    assert "Deploy &lt;b&gt;plan&lt;/b&gt;" in text and "<strong>go</strong>" in text
+    assert browser.get("/search/", {"q": "deploy", "channel": "hidden"}).status_code == 400
+    assert browser.get("/search/", {"q": "x" * 500}).status_code == 400
+    assert b"Nothing matched" in browser.get("/search/", {"q": "nothing"}).content
+    assert client.get("/search/", {"q": "deploy"}).status_code == 302  # signed out

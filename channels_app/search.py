@@ -1,0 +1,98 @@
+"""Search across messages (issue 11): title and body, per channel or everywhere the searcher
+may see, newest first. The database's full-text search where there is one — SQLite's FTS5 (an
+external-content table kept by triggers), PostgreSQL's ``to_tsvector('simple', …)`` behind a
+GIN index (both made by migration 0007) — and a plain substring match elsewhere.
+
+The query is the searcher's words, never a query language: each word (at most
+SEARCH_TERMS_MAX, each at most SEARCH_TERM_MAX characters) must appear; FTS5 gets each as a
+quoted phrase, PostgreSQL ``plainto_tsquery``, so no input is a syntax error or an expensive
+expression. Words match whole tokens, and on SQLite a trailing ``*`` of a word matches a prefix.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import connection
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models.expressions import RawSQL
+
+from agentchat.core.errors import AppError
+from channels_app.models import Channel, Message
+from channels_app.selectors import channels_visible_to
+
+SEARCH_QUERY_MAX = 200
+SEARCH_TERMS_MAX = 8
+SEARCH_TERM_MAX = 64
+SEARCH_LIMIT_MAX = 200
+FTS_TABLE = "channels_app_message_fts"
+_WORD = re.compile(r"\w+\*?", re.UNICODE)
+
+
+def search_terms(query: object) -> list[str]:
+    """The words of a search. Raises INVALID_VALUE (no words, too long, too many)."""
+    if not isinstance(query, str) or not query.strip():
+        raise AppError("INVALID_VALUE", "q must name at least one word", detail={"field": "q"})
+    if len(query) > SEARCH_QUERY_MAX:
+        raise AppError(
+            "INVALID_VALUE",
+            f"q is at most {SEARCH_QUERY_MAX} characters",
+            detail={"field": "q", "max": SEARCH_QUERY_MAX},
+        )
+    terms = [word for word in _WORD.findall(query) if len(word.rstrip("*")) > 0]
+    if not terms:
+        raise AppError("INVALID_VALUE", "q must name at least one word", detail={"field": "q"})
+    if len(terms) > SEARCH_TERMS_MAX or any(len(term) > SEARCH_TERM_MAX for term in terms):
+        raise AppError(
+            "INVALID_VALUE",
+            f"q is at most {SEARCH_TERMS_MAX} words of at most {SEARCH_TERM_MAX} characters",
+            detail={"field": "q"},
+        )
+    return terms
+
+
+def _fts5_available() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE name = %s", [FTS_TABLE])
+        return cursor.fetchone() is not None
+
+
+# The very expression migration 0007 indexes on PostgreSQL (the index serves only this one).
+PG_VECTOR = "to_tsvector('simple', title || ' ' || body)"
+
+
+def _matching(terms: list[str]) -> QuerySet[Message]:
+    rows = Message.objects.all()
+    if connection.vendor == "sqlite" and _fts5_available():
+        phrases = " ".join(
+            '"' + term.rstrip("*").replace('"', '""') + '"' + ("*" if term.endswith("*") else "")
+            for term in terms
+        )
+        hits = RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [phrases])
+        return rows.annotate(row=RawSQL("channels_app_message.rowid", [])).filter(row__in=hits)
+    if connection.vendor == "postgresql":
+        words = " ".join(term.rstrip("*") for term in terms)
+        hit = RawSQL(f"{PG_VECTOR} @@ plainto_tsquery('simple', %s)", [words])
+        return rows.annotate(hit=ExpressionWrapper(hit, output_field=BooleanField())).filter(
+            hit=True
+        )
+    for term in terms:
+        word = term.rstrip("*")
+        rows = rows.filter(Q(title__icontains=word) | Q(body__icontains=word))
+    return rows
+
+
+def messages_search(
+    *, viewer: str, query: object, channel: Channel | None = None, limit: int = 50
+) -> tuple[list[Message], bool]:
+    """Messages whose title or body hold every word of ``query``, in ``channel`` (which the
+    caller looked up as ``viewer``) or in every channel ``viewer`` may see; newest first, at
+    most ``limit``, and whether more matched. Raises INVALID_VALUE."""
+    terms = search_terms(query)
+    rows = _matching(terms)
+    if channel is not None:
+        rows = rows.filter(channel=channel)
+    else:
+        rows = rows.filter(channel__in=channels_visible_to(viewer))
+    found = list(rows.select_related("channel").order_by("-ts", "-seq")[: limit + 1])
+    return found[:limit], len(found) > limit
