@@ -315,3 +315,33 @@ def test_the_search_page_finds_what_i_may_see(browser, room, client):
     assert browser.get("/search/", {"q": "x" * 500}).status_code == 400
     assert b"Nothing matched" in browser.get("/search/", {"q": "nothing"}).content
     assert client.get("/search/", {"q": "deploy"}).status_code == 302  # signed out
+
+
+PAGES = ["/", "/help/", "/agents/", "/approvals/", "/search/?q=x", "/c/room/", "/c/room/tasks/",
+         "/c/room/locks/", "/c/room/state/"]  # fmt: skip
+FORMS = ["/", "/c/room/post/", "/c/room/read/", "/approvals/room/1/"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_needs_a_sign_in_and_then_shows(client, browser, room, path):
+    signed_out = client.get(path)
+    assert signed_out.status_code == 302 and signed_out["Location"].startswith("/signin/")
+    assert browser.get(path).status_code == 200
+
+
+@pytest.mark.parametrize("path", [p.replace("/room/", "/nope/") for p in PAGES if "/c/" in p])
+def test_every_channel_page_of_a_channel_i_cannot_see_is_a_404(browser, room, path):
+    assert browser.get(path).status_code == 404
+
+
+@pytest.mark.parametrize("path", FORMS)
+def test_every_form_needs_the_csrf_token(browser, room, path):
+    services.message_post(channel=room, sender="alice", title="q", status="needs-approval")
+    before = room.messages.count()
+    assert browser.post(path, {"title": "x", "seq": "1", "decision": "approved"}).status_code == 403
+    assert room.messages.count() == before
+
+
+@pytest.mark.parametrize("path", ["/c/room/post/", "/c/room/read/", "/approvals/room/1/"])
+def test_the_forms_take_no_get(browser, room, path):
+    assert browser.get(path).status_code == 405
