@@ -11,44 +11,16 @@ expression. Words match whole tokens, and on SQLite a trailing ``*`` of a word m
 
 from __future__ import annotations
 
-import re
-
 from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from agentchat.core.errors import AppError
 from channels_app.models import Channel, Message
 from channels_app.selectors import channels_visible_to
+from channels_app.words import search_terms
 
-SEARCH_QUERY_MAX = 200
-SEARCH_TERMS_MAX = 8
-SEARCH_TERM_MAX = 64
 SEARCH_LIMIT_MAX = 200
 FTS_TABLE = "channels_app_message_fts"
-_WORD = re.compile(r"\w+\*?", re.UNICODE)
-
-
-def search_terms(query: object) -> list[str]:
-    """The words of a search. Raises INVALID_VALUE (no words, too long, too many)."""
-    if not isinstance(query, str) or not query.strip():
-        raise AppError("INVALID_VALUE", "q must name at least one word", detail={"field": "q"})
-    if len(query) > SEARCH_QUERY_MAX:
-        raise AppError(
-            "INVALID_VALUE",
-            f"q is at most {SEARCH_QUERY_MAX} characters",
-            detail={"field": "q", "max": SEARCH_QUERY_MAX},
-        )
-    terms = [word for word in _WORD.findall(query) if len(word.rstrip("*")) > 0]
-    if not terms:
-        raise AppError("INVALID_VALUE", "q must name at least one word", detail={"field": "q"})
-    if len(terms) > SEARCH_TERMS_MAX or any(len(term) > SEARCH_TERM_MAX for term in terms):
-        raise AppError(
-            "INVALID_VALUE",
-            f"q is at most {SEARCH_TERMS_MAX} words of at most {SEARCH_TERM_MAX} characters",
-            detail={"field": "q"},
-        )
-    return terms
 
 
 def _fts5_available() -> bool:

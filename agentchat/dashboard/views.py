@@ -120,7 +120,7 @@ def _channel_or_404(request: HttpRequest, name: str) -> tuple[Agent, Channel]:
         raise Http404(f"no channel {name!r}") from None
 
 
-def _seq_param(request: HttpRequest, key: str, source: Any) -> int | None:
+def _seq_param(key: str, source: Any) -> int | None:
     minimum = 1 if key == "reply_to" else 0
     return int_parse(source.get(key), field=key, code="INVALID_SEQ", minimum=minimum)
 
@@ -169,7 +169,7 @@ def channel_page(request: HttpRequest, name: str) -> HttpResponse:
     read marked, a post form. Opening it moves no cursor."""
     agent, channel = _channel_or_404(request, name)
     try:
-        before = _seq_param(request, "before", request.GET)
+        before = _seq_param("before", request.GET)
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
     rows = Message.objects.filter(channel=channel)
@@ -209,7 +209,7 @@ def channel_post(request: HttpRequest, name: str) -> HttpResponse:
     agent, channel = _channel_or_404(request, name)
     form = request.POST
     try:
-        reply_to = _seq_param(request, "reply_to", form)
+        reply_to = _seq_param("reply_to", form)
         to = [n.strip() for n in form.get("to", "").split(",") if n.strip()]
         message, _ = services.message_post(
             channel=channel,
@@ -232,7 +232,7 @@ def channel_mark_read(request: HttpRequest, name: str) -> HttpResponse:
     """Mark read up to the highest seq the page showed (never the channel's max, never back)."""
     agent, channel = _channel_or_404(request, name)
     try:
-        seq = _seq_param(request, "seq", request.POST)
+        seq = _seq_param("seq", request.POST)
         if seq is None:
             raise AppError("INVALID_SEQ", "seq is required", detail={"field": "seq"})
         if seq > cursor_get(agent=agent, channel=channel):
@@ -250,7 +250,7 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
     agent, channel = _channel_or_404(request, name)
     try:
-        after = _seq_param(request, "after", request.GET) or 0
+        after = _seq_param("after", request.GET) or 0
     except AppError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
     messages = list(
@@ -476,11 +476,11 @@ def search_page(request: HttpRequest) -> HttpResponse:
         except AppError as exc:
             context["error"] = exc
             return render(request, "dashboard/search.html", context, status=400)
-        context.update(results=_shown_search(agent, found), more=more)
+        context.update(results=_shown_search(found), more=more)
     return render(request, "dashboard/search.html", context)
 
 
-def _shown_search(agent: Agent, found: list[Message]) -> list[dict[str, Any]]:
+def _shown_search(found: list[Message]) -> list[dict[str, Any]]:
     return [
         {"m": message, "html": mark_safe(markdown_html(message.body))}  # sanitized by nh3
         for message in found

@@ -27,7 +27,7 @@ from agentchat.state.markdown import state_markdown
 from agentchat.state.summary import summary_counts
 from channels_app.selectors import channel_get
 from locks_app.api.serializers import LockOutput
-from tasks_app.selectors import STATUSES
+from tasks_app.api.serializers import TaskRecordOutput
 
 TAG = ["state"]
 FORMATS = ("json", "md")
@@ -126,21 +126,6 @@ def snapshot_to_dict(snapshot: StateSnapshot, *, channel: str) -> dict[str, Any]
 # --- OpenAPI shapes -------------------------------------------------------------------------
 
 
-class StateTaskOutput(serializers.Serializer):
-    id = serializers.CharField()
-    channel = serializers.CharField()
-    title = serializers.CharField()
-    status = serializers.ChoiceField(choices=list(STATUSES))
-    owner = serializers.CharField(allow_null=True)
-    created_by = serializers.CharField()
-    depends_on = serializers.ListField(child=serializers.CharField())
-    files_hint = serializers.ListField(child=serializers.CharField())
-    acceptance = serializers.ListField(child=serializers.CharField())
-    lease_expires_at = serializers.CharField(allow_null=True)
-    branch = serializers.CharField(allow_null=True)
-    updated_at = serializers.CharField()
-
-
 class DecisionOutput(serializers.Serializer):
     author = serializers.CharField()
     details = serializers.CharField()
@@ -197,7 +182,7 @@ class StateOutput(serializers.Serializer):
     generated_at = serializers.CharField(help_text="now, UTC, to the second")
     last_seq = serializers.IntegerField()
     members = serializers.ListField(child=serializers.CharField())
-    open_tasks = StateTaskOutput(many=True)
+    open_tasks = TaskRecordOutput(many=True)
     owners = serializers.DictField(child=OwnerOutput())
     path_locks = LockOutput(many=True)
     topic = serializers.CharField()

@@ -18,7 +18,7 @@ from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
-from channels_app import events, records, search, selectors, services
+from channels_app import events, records, search, selectors, services, words
 from channels_app.api import serializers as s
 
 
@@ -42,20 +42,20 @@ def parse_int_param(
     )
 
 
+def limit_param(request: Request, *, maximum: int, default: int) -> int:
+    """``?limit=``: 1 to ``maximum``, ``default`` when absent. Raises INVALID_VALUE."""
+    limit = parse_int_param(
+        request, "limit", code="INVALID_VALUE", minimum=1, maximum=maximum, default=default
+    )
+    assert limit is not None  # it has a default
+    return limit
+
+
 def peek_window(request: Request) -> tuple[int | None, int]:
     """``?after=&limit=`` of a list read like peek (messages, events): the first ``limit``
     after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
     after = parse_int_param(request, "after", code="INVALID_SEQ")
-    limit = parse_int_param(
-        request,
-        "limit",
-        code="INVALID_VALUE",
-        minimum=1,
-        maximum=selectors.PEEK_MAX,
-        default=selectors.PEEK_DEFAULT,
-    )
-    assert limit is not None  # it has a default
-    return after, limit
+    return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
 
 
 def check_sender(request: Request, data: dict[str, Any]) -> None:
@@ -227,13 +227,8 @@ class ReadApi(APIView):
     )
     def post(self, request: Request, name: str) -> HttpResponse:
         s.EmptyInput.validate_input(request.data)
-        limit = parse_int_param(
-            request,
-            "limit",
-            code="INVALID_VALUE",
-            minimum=1,
-            maximum=selectors.READ_LIMIT_MAX,
-            default=selectors.READ_LIMIT_MAX,
+        limit = limit_param(
+            request, maximum=selectors.READ_LIMIT_MAX, default=selectors.READ_LIMIT_MAX
         )
         channel = selectors.channel_get(name, viewer=request.user.name)
         page = services.messages_read(
@@ -396,7 +391,9 @@ class ApprovalsApi(APIView):
         operation_id="approvals_pending",
         parameters=[
             OpenApiParameter(
-                "limit", int, description=f"at most this many (1-{selectors.APPROVALS_MAX})"
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": selectors.APPROVALS_MAX},
+                description="at most this many (default 100)",
             )
         ],
         responses=s.ApprovalListOutput,
@@ -410,15 +407,7 @@ class ApprovalsApi(APIView):
         ),
     )
     def get(self, request: Request) -> Response:
-        limit = parse_int_param(
-            request,
-            "limit",
-            code="INVALID_VALUE",
-            minimum=1,
-            maximum=selectors.APPROVALS_MAX,
-            default=100,
-        )
-        assert limit is not None  # it has a default
+        limit = limit_param(request, maximum=selectors.APPROVALS_MAX, default=100)
         pending, more = selectors.approvals_pending(viewer=request.user.name, limit=limit)
         return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
 
@@ -427,10 +416,18 @@ class SearchApi(APIView):
     @extend_schema(
         operation_id="messages_search",
         parameters=[
-            OpenApiParameter("q", str, required=True, description="the words to find"),
+            OpenApiParameter(
+                "q",
+                {"type": "string", "minLength": 1, "maxLength": words.SEARCH_QUERY_MAX},
+                required=True,
+                description=f"the words to find: at least one, at most {words.SEARCH_TERMS_MAX} "
+                f"of at most {words.SEARCH_TERM_MAX} characters (400 INVALID_VALUE otherwise)",
+            ),
             OpenApiParameter("channel", str, description="search this channel only"),
             OpenApiParameter(
-                "limit", int, description=f"at most this many (1-{search.SEARCH_LIMIT_MAX})"
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": search.SEARCH_LIMIT_MAX},
+                description="at most this many (default 50)",
             ),
         ],
         responses=s.SearchOutput,
@@ -438,21 +435,13 @@ class SearchApi(APIView):
         summary="Search messages (title and body) in the channels the caller may see",
         description=(
             f"Every word of `q` must appear (whole words; on SQLite `word*` matches a prefix); "
-            f"at most {search.SEARCH_TERMS_MAX} words, {search.SEARCH_QUERY_MAX} characters. "
+            f"at most {words.SEARCH_TERMS_MAX} words, {words.SEARCH_QUERY_MAX} characters. "
             "Newest first; `more` says the page was cut. Full-text search of the database "
             "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."
         ),
     )
     def get(self, request: Request) -> Response:
-        limit = parse_int_param(
-            request,
-            "limit",
-            code="INVALID_VALUE",
-            minimum=1,
-            maximum=search.SEARCH_LIMIT_MAX,
-            default=50,
-        )
-        assert limit is not None  # it has a default
+        limit = limit_param(request, maximum=search.SEARCH_LIMIT_MAX, default=50)
         name = request.query_params.get("channel")
         channel = selectors.channel_get(name, viewer=request.user.name) if name else None
         found, more = search.messages_search(

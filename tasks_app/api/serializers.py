@@ -214,7 +214,10 @@ class BlockedByOutput(serializers.Serializer):
     status = serializers.CharField()
 
 
-class TaskOutput(serializers.Serializer):
+class TaskRecordOutput(serializers.Serializer):
+    """The task record (REFERENCE-CLI §3.7): what the API, the state summary and the folder
+    share."""
+
     id = serializers.CharField()
     channel = serializers.CharField()
     title = serializers.CharField()
@@ -229,6 +232,9 @@ class TaskOutput(serializers.Serializer):
     updated_at = serializers.CharField(
         help_text="seconds precision after create/update, microseconds after a lease operation"
     )
+
+
+class TaskOutput(TaskRecordOutput):
     lease = LeaseOutput(allow_null=True, help_text="the active claim, expired or not")
     ready = serializers.BooleanField(help_text="every dependency is done")
     blocked_by = BlockedByOutput(many=True, help_text="dependencies not done")
