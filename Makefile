@@ -1,5 +1,6 @@
 # AgentChat server. `make run` starts the server on http://127.0.0.1:8000; `make test` runs the
-# whole suite. Both create .venv and install requirements.txt on first use.
+# whole suite. Both create .venv and install requirements.txt and the project (the `agentchat`
+# command: .venv/bin/agentchat) on first use.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,10 +10,11 @@ PORT ?= 8000
 
 .PHONY: run test lint format bench migrate token clean
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 migrate: $(STAMP)

@@ -257,8 +257,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait consumer)
     "APPEND_COMPONENTS": {},
-    # The one choice set of clear_owner / clear_branch in a task update (only true clears).
-    "ENUM_NAME_OVERRIDES": {"ClearFlagEnum": [(True, True)]},
+    # The one choice set of clear_owner / clear_branch in a task update (only true clears), and
+    # one name for the agent kinds (a message's sender_kind, GET /me/'s kind).
+    "ENUM_NAME_OVERRIDES": {"ClearFlagEnum": [(True, True)], "AgentKindEnum": ["agent", "human"]},
     # Every operation's error responses from the one error table (agentchat.core.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

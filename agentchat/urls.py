@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from agentchat import views
 from agentchat.core.errors import AppError, error_http_response, internal_error
+from agentchat.core.me import MeApi
 from agentchat.state import api as state_api
 
 admin.site.site_header = "AgentChat administration"
@@ -16,6 +17,7 @@ admin.site.site_title = "AgentChat admin"
 admin.site.index_title = "Agents, channels, tasks and locks"
 
 api_v1 = [
+    path("me/", MeApi.as_view(), name="me"),
     path("", include("channels_app.api.urls")),
     path("", include("tasks_app.api.urls")),
     path("", include("locks_app.api.urls")),

@@ -173,15 +173,28 @@ def test_readme_error_table_is_the_declared_table():
     assert section == error_table_markdown()
 
 
+def test_readme_client_code_table_is_the_clients():
+    from agentchat.client.errors import client_codes_markdown
+
+    readme = (ROOT / "README.md").read_text()
+    begin, end = "<!-- client-codes:begin -->\n", "<!-- client-codes:end -->"
+    assert begin in readme and end in readme
+    section = readme[readme.index(begin) + len(begin) : readme.index(end)]
+    assert section == client_codes_markdown()
+
+
 def test_every_code_the_readme_names_is_declared():
     import re
 
+    from agentchat.client.errors import CLIENT_CODES
+
     readme = (ROOT / "README.md").read_text()
     named = set(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`", readme))
-    settings_like = {name for name in named if name.startswith(("AGENTCHAT_", "DB_"))}
+    prefixes = ("AGENTCHAT_", "AGENT_CHAT_", "DB_")
+    settings_like = {name for name in named if name.startswith(prefixes)}
     settings_like |= {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "LOG_LEVEL"}
-    settings_like |= {"CSRF_TRUSTED_ORIGINS"}
-    assert sorted(named - settings_like - set(ERRORS)) == []
+    settings_like |= {"CSRF_TRUSTED_ORIGINS", "XDG_CONFIG_HOME"}
+    assert sorted(named - settings_like - set(ERRORS) - set(CLIENT_CODES)) == []
 
 
 def test_every_surface_spells_an_error_body_alike(api_for):

@@ -28,7 +28,21 @@ HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overla
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
 
-class LockListCreateApi(APIView):
+ADVISORY_HEADER = "AgentChat-Path-Locks"
+ADVISORY = "advisory: a lock stops no write; agents (and the git guard) check before they write"
+
+
+class LockApiView(APIView):
+    """Every answer of the path-lock API says that locks are advisory (a header, so the lock
+    records stay the reference's)."""
+
+    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response[ADVISORY_HEADER] = ADVISORY
+        return response
+
+
+class LockListCreateApi(LockApiView):
     @extend_schema(
         operation_id="locks_list",
         parameters=openapi.page_parameters(
@@ -91,7 +105,7 @@ class LockListCreateApi(APIView):
         return Response(record)
 
 
-class LockCheckApi(APIView):
+class LockCheckApi(LockApiView):
     @extend_schema(
         operation_id="locks_check",
         extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_CONFLICT"),
@@ -107,7 +121,7 @@ class LockCheckApi(APIView):
         return Response({"conflicts": conflicts})
 
 
-class LockDetailApi(APIView):
+class LockDetailApi(LockApiView):
     @extend_schema(
         operation_id="locks_show",
         extensions=raises("PATH_LOCK_INVALID_LOCK_ID", "PATH_LOCK_NOT_FOUND"),
@@ -132,7 +146,7 @@ class LockDetailApi(APIView):
         return Response(record)
 
 
-class LockRecoverApi(APIView):
+class LockRecoverApi(LockApiView):
     @extend_schema(
         operation_id="locks_recover",
         extensions=raises(

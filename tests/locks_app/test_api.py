@@ -950,3 +950,18 @@ def test_root_patterns_per_channel_are_capped(alice, bob, review, settings):
     assert code(lock(bob, "*.toml")) == "PATH_LOCK_TOO_MANY_PATTERNS"
     # A check adds nothing, so it is never refused for it.
     assert check(bob, "*.toml").status_code == 200
+
+
+def test_every_lock_answer_says_locks_are_advisory(api_for):
+    from locks_app.api.views import ADVISORY, ADVISORY_HEADER
+
+    alice = api_for("alice")
+    alice.post("/api/v1/channels/", {"name": "adv"}, format="json")
+    answers = [
+        alice.post("/api/v1/channels/adv/locks/", {"paths": ["a.py"]}, format="json"),
+        alice.get("/api/v1/channels/adv/locks/"),
+        alice.post("/api/v1/channels/adv/locks/check/", {"paths": ["a.py"]}, format="json"),
+        alice.post("/api/v1/channels/adv/locks/", {"paths": ["a.py"]}, format="json"),  # 409
+    ]
+    assert [r.status_code for r in answers] == [201, 200, 200, 409]
+    assert all(r[ADVISORY_HEADER] == ADVISORY for r in answers)

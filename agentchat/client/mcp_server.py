@@ -1,0 +1,464 @@
+"""``agentchat mcp``: an MCP server on stdio (the official ``mcp`` SDK, 2.x lowlevel API).
+
+Tools are the REST operations (``agentchat.client.mcp_tools``): results carry the REST body
+as structured content (and as JSON text), errors are tool errors whose text is
+``CODE: message``.
+
+Resources: each channel the agent can see is ``agentchat://channels/<name>`` (the channel
+and its last messages) and ``agentchat://channels/<name>/unread`` (the agent's unread
+relevant messages, read without moving the cursor). Both can be subscribed to, through
+``resources/subscribe`` (protocol versions up to 2025-11-25) or a ``subscriptions/listen``
+stream (2026-07-28). While a channel has a subscriber, the server holds one websocket to the
+AgentChat server for it (``/ws/channels/<name>/``: the server's websockets are per channel),
+opened from the channel's last seq at subscription time, so a message posted after the
+subscription is never missed, and reconnected from the last seq seen when it drops. Each
+message sends ``notifications/resources/updated`` for the channel's resource, and for its
+unread resource when the message is relevant (a broadcast or addressed to the agent, not its
+own); a read or wait through the tools also updates the unread resource.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+import websockets
+from jsonschema import Draft202012Validator
+from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
+from mcp.shared.exceptions import MCPError
+
+from agentchat.client.api import Client, seg
+from agentchat.client.config import config_load
+from agentchat.client.errors import ClientError
+from agentchat.client.mcp_tools import TOOLS, TOOLS_BY_NAME, Tool
+
+log = logging.getLogger("agentchat.mcp")
+
+SERVER_NAME = "agentchat"
+URI_PREFIX = "agentchat://channels/"
+URI = re.compile(r"agentchat://channels/([A-Za-z0-9][A-Za-z0-9._-]{0,63})(/unread)?")
+RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
+PEEK_IN_RESOURCE = 20  # the channel resource shows this many last messages
+UNREAD_SCAN = 200  # the unread resource looks at most this many messages after the cursor
+WS_MAX_FRAME = 4 * 1024 * 1024
+RECONNECT_FIRST = 0.5
+RECONNECT_MAX = 10.0
+# Close codes after which reconnecting cannot help (README "Live updates").
+WS_FINAL_CLOSES = {4401, 4404}
+INSTRUCTIONS = (
+    "AgentChat: channels of markdown messages shared with other agents, tasks under leases, "
+    "advisory path locks. `read` moves your cursor, `peek` does not; `wait` blocks until a "
+    "relevant message arrives. Subscribe to agentchat://channels/<name>/unread to be told "
+    "when one does."
+)
+
+
+def channel_uris(name: str) -> tuple[str, str]:
+    return f"{URI_PREFIX}{name}", f"{URI_PREFIX}{name}/unread"
+
+
+def uri_parse(uri: str) -> tuple[str, bool]:
+    """(channel, is the unread view); MCPError RESOURCE_NOT_FOUND for any other URI."""
+    match = URI.fullmatch(uri)
+    if match is None:
+        raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri[:200]!r}")
+    return match.group(1), match.group(2) is not None
+
+
+def relevant(message: dict[str, Any], me: str | None) -> bool:
+    """The server's relevance rule (README "Relevance"): a broadcast or addressed to ``me``,
+    and not sent by ``me``. Unknown identity: every message counts."""
+    if me is None:
+        return True
+    to = message.get("to") or []
+    return message.get("from") != me and (not to or me in to)
+
+
+def tool_result(body: Any) -> types.CallToolResult:
+    text = json.dumps(body, ensure_ascii=False, indent=1)
+    structured = body if isinstance(body, dict) else {"result": body}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def tool_error(
+    code: str, message: str, detail: dict[str, Any] | None = None
+) -> types.CallToolResult:
+    error = {"code": code, "message": message, "detail": detail or {}}
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{code}: {message}")],
+        structured_content={"error": error},
+        is_error=True,
+    )
+
+
+def args_check(tool: Tool, args: dict[str, Any]) -> str | None:
+    """The first violation of the tool's input schema, as one line, or None."""
+    errors = sorted(Draft202012Validator(tool.schema).iter_errors(args), key=lambda e: e.path)
+    if not errors:
+        return None
+    error = errors[0]
+    where = "/".join(str(part) for part in error.absolute_path) or "arguments"
+    return f"{where}: {error.message}"[:500]
+
+
+class Hub:
+    """The subscriptions of this MCP server's client and the websockets that serve them."""
+
+    def __init__(self, client: Client, tasks: anyio.abc.TaskGroup) -> None:
+        self.client = client
+        self.tasks = tasks
+        self.bus = InMemorySubscriptionBus()
+        self.me: str | None = None
+        self._me_known = False
+        # uri -> legacy sessions subscribed (resources/subscribe); uri -> listen streams count.
+        self.sessions: dict[str, set[ServerSession]] = defaultdict(set)
+        self.listens: dict[str, int] = defaultdict(int)
+        self.watchers: dict[str, anyio.CancelScope] = {}
+        self.lock = anyio.Lock()
+        self.listen = Listen(self)
+
+    async def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(
+            lambda: self.client.request(method, path, **kwargs), abandon_on_cancel=True
+        )
+
+    async def identity(self) -> str | None:
+        if not self._me_known:
+            try:
+                self.me = (await self.call("GET", "me/"))["name"]
+                self._me_known = True
+            except ClientError as exc:
+                log.warning("cannot learn the token's agent (%s); every message counts", exc)
+        return self.me
+
+    def watched(self, channel: str) -> bool:
+        return any(
+            self.sessions.get(uri) or self.listens.get(uri, 0) > 0 for uri in channel_uris(channel)
+        )
+
+    async def subscribe(self, uri: str, session: ServerSession | None) -> None:
+        """Start serving ``uri`` (a legacy session's subscription, or a listen stream's when
+        ``session`` is None). Raises MCPError naming the server's code when the channel
+        cannot be seen."""
+        channel, _ = uri_parse(uri)
+        async with self.lock:
+            if channel not in self.watchers:
+                try:
+                    detail = await self.call("GET", f"channels/{seg(channel)}/")
+                except ClientError as exc:
+                    code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+                    raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+                await self.identity()
+                scope = anyio.CancelScope()
+                self.watchers[channel] = scope
+                self.tasks.start_soon(self._watch, channel, int(detail["last_seq"]), scope)
+            if session is None:
+                self.listens[uri] += 1
+            else:
+                self.sessions[uri].add(session)
+
+    async def unsubscribe(self, uri: str, session: ServerSession | None) -> None:
+        channel, _ = uri_parse(uri)
+        async with self.lock:
+            if session is None:
+                self.listens[uri] = max(0, self.listens[uri] - 1)
+            else:
+                self.sessions[uri].discard(session)
+            if not self.watched(channel) and channel in self.watchers:
+                self.watchers.pop(channel).cancel()
+
+    async def notify(self, uri: str) -> None:
+        for session in list(self.sessions.get(uri, ())):
+            try:
+                await session.send_resource_updated(uri)
+            except Exception:  # a session that is gone: forget it, keep the others
+                log.info("dropping a subscriber of %s that cannot be reached", uri)
+                self.sessions[uri].discard(session)
+        if self.listens.get(uri, 0) > 0:
+            await self.bus.publish(ResourceUpdated(uri=uri))
+
+    async def changed(self, channel: str, *, unread: bool) -> None:
+        whole, unread_uri = channel_uris(channel)
+        await self.notify(whole)
+        if unread:
+            await self.notify(unread_uri)
+
+    async def _watch(self, channel: str, since: int, scope: anyio.CancelScope) -> None:
+        """Follow ``channel``'s websocket from ``since`` until cancelled, reconnecting from
+        the last seq seen (the server replays what came meanwhile) with capped backoff."""
+        delay = RECONNECT_FIRST
+        url = self.client.ws_url(f"/ws/channels/{seg(channel)}/")
+        headers = {"Authorization": f"Bearer {self.client.token}"} if self.client.token else {}
+        with scope:
+            while True:
+                try:
+                    async with websockets.connect(
+                        f"{url}?since={since}",
+                        additional_headers=headers,
+                        max_size=WS_MAX_FRAME,
+                        open_timeout=10,
+                    ) as ws:
+                        delay = RECONNECT_FIRST
+                        async for raw in ws:
+                            since = await self._frame(channel, raw, since)
+                except websockets.ConnectionClosed as exc:
+                    if exc.rcvd is not None and exc.rcvd.code in WS_FINAL_CLOSES:
+                        log.warning("stream of %s closed (%s): not following it", channel, exc)
+                        await self.changed(channel, unread=True)  # a read now tells why
+                        return
+                except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
+                    log.info("stream of %s: %s; reconnecting in %.1fs", channel, exc, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, RECONNECT_MAX)
+
+    async def _frame(self, channel: str, raw: str | bytes, since: int) -> int:
+        try:
+            frame = json.loads(raw)
+        except ValueError:
+            return since
+        if not isinstance(frame, dict) or frame.get("type") != "message":
+            return since
+        message = frame.get("message") or {}
+        seq = message.get("seq")
+        if not isinstance(seq, int) or seq <= since:
+            return since
+        await self.changed(channel, unread=relevant(message, self.me))
+        return seq
+
+
+class Listen:
+    """``subscriptions/listen`` (2026-07-28): the SDK's handler, with the streams' resource
+    URIs served by the hub while the stream is open."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.inner = ListenHandler(hub.bus)
+
+    async def __call__(
+        self, ctx: Any, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        uris = list(params.notifications.resource_subscriptions or ())
+        served: list[str] = []
+        try:
+            for uri in uris:
+                await self.hub.subscribe(uri, None)
+                served.append(uri)
+            return await self.inner(ctx, params)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for uri in served:
+                    await self.hub.unsubscribe(uri, None)
+
+
+def build_server(client: Client) -> Server[Hub]:
+    """The MCP server over ``client``: its hub lives as long as the server runs."""
+
+    @asynccontextmanager
+    async def lifespan(_: Server[Hub]) -> AsyncIterator[Hub]:
+        async with anyio.create_task_group() as tasks:
+            hub = Hub(client, tasks)
+            yield hub
+            tasks.cancel_scope.cancel()
+
+    def hub_of(ctx: Any) -> Hub:
+        return ctx.lifespan_context
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.schema,
+                    annotations=types.ToolAnnotations(read_only_hint=tool.read_only),
+                )
+                for tool in TOOLS
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = TOOLS_BY_NAME.get(params.name)
+        if tool is None:
+            return tool_error("USAGE", f"no tool named {params.name[:100]!r}")
+        args = dict(params.arguments or {})
+        problem = args_check(tool, args)
+        if problem is not None:
+            return tool_error("USAGE", f"{tool.name}: {problem}")
+        hub = hub_of(ctx)
+        try:
+            body = await anyio.to_thread.run_sync(
+                lambda: tool.call(hub.client, args), abandon_on_cancel=True
+            )
+        except ClientError as exc:
+            return tool_error(exc.code, exc.message, exc.detail)
+        if tool.moves_cursor:
+            await hub.changed(args["channel"], unread=True)
+        return tool_result(body)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        hub = hub_of(ctx)
+        try:
+            listing = await anyio.to_thread.run_sync(
+                lambda: TOOLS_BY_NAME["channels"].call(hub.client, {})
+            )
+        except ClientError as exc:
+            raise MCPError(-32603, f"{exc.code}: {exc.message}") from exc
+        resources = []
+        for channel in listing["channels"]:
+            name = channel["name"]
+            whole, unread = channel_uris(name)
+            resources.append(
+                types.Resource(
+                    uri=whole,
+                    name=f"{name}",
+                    description=f"channel {name}: {channel.get('topic') or ''}".strip(),
+                    mime_type="application/json",
+                )
+            )
+            resources.append(
+                types.Resource(
+                    uri=unread,
+                    name=f"{name} unread",
+                    description=f"your unread messages in {name} ({channel.get('unread', 0)})",
+                    mime_type="application/json",
+                )
+            )
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=URI_PREFIX + "{name}",
+                    name="channel",
+                    description="a channel and its last messages",
+                    mime_type="application/json",
+                ),
+                types.ResourceTemplate(
+                    uri_template=URI_PREFIX + "{name}/unread",
+                    name="unread",
+                    description="your unread relevant messages in a channel (cursor unmoved)",
+                    mime_type="application/json",
+                ),
+            ]
+        )
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+        uri = str(params.uri)
+        channel, unread = uri_parse(uri)
+        hub = hub_of(ctx)
+        try:
+            body = await resource_body(hub, channel, unread=unread)
+        except ClientError as exc:
+            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+        text = json.dumps(body, ensure_ascii=False, indent=1)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        )
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await hub_of(ctx).subscribe(str(params.uri), ctx.session)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await hub_of(ctx).unsubscribe(str(params.uri), ctx.session)
+        return types.EmptyResult()
+
+    async def listen(
+        ctx: Any, params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        return await hub_of(ctx).listen(ctx, params)
+
+    return Server(
+        SERVER_NAME,
+        version="1",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=listen,
+    )
+
+
+async def resource_body(hub: Hub, channel: str, *, unread: bool) -> dict[str, Any]:
+    """A channel resource's JSON: the channel and its last messages, or the agent's unread
+    relevant messages after its cursor (bounded; ``more`` says there are more to see)."""
+    detail = await hub.call("GET", f"channels/{seg(channel)}/")
+    if not unread:
+        page = await hub.call(
+            "GET", f"channels/{seg(channel)}/messages/", params={"limit": PEEK_IN_RESOURCE}
+        )
+        return {"channel": detail, "messages": page["messages"]}
+    me = await hub.identity()
+    cursor = int(detail.get("cursor") or 0)
+    page = await hub.call(
+        "GET",
+        f"channels/{seg(channel)}/messages/",
+        params={"after": cursor, "limit": UNREAD_SCAN},
+    )
+    messages = [m for m in page["messages"] if relevant(m, me)]
+    return {
+        "channel": channel,
+        "cursor": cursor,
+        "last_seq": detail.get("last_seq"),
+        "unread": detail.get("unread"),
+        "messages": messages,
+        "more": len(page["messages"]) >= UNREAD_SCAN,
+    }
+
+
+async def serve(client: Client) -> None:
+    server = build_server(client)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``agentchat mcp [--url URL] [--token TOKEN]``: serve MCP on stdin/stdout."""
+    parser = argparse.ArgumentParser(prog="agentchat mcp", description=main.__doc__)
+    parser.add_argument("--url", help="the server's root (default: $AGENT_CHAT_URL, config)")
+    parser.add_argument("--token", help="the agent's token (default: $AGENT_CHAT_TOKEN, config)")
+    options = parser.parse_args(argv)
+    return run(url=options.url, token=options.token)
+
+
+def run(*, url: str | None = None, token: str | None = None) -> int:
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="agentchat mcp: %(message)s"
+    )
+    try:
+        config = config_load(url=url, token=token)
+    except ClientError as exc:
+        print(exc.line(), file=sys.stderr)
+        return exc.exit_code
+    with Client.from_config(config) as client:
+        try:
+            anyio.run(serve, client)
+        except KeyboardInterrupt:
+            return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Operations over several requests, shared by the CLI and the MCP server: who the token is,
+paged lists, read following its pages, and a wait that never loses a message.
+
+The wait never moves the cursor until what it found is printed: it peeks after the cursor,
+and when nothing relevant is there it holds the channel's websocket (``?since=`` the last seq
+it looked at, so nothing posted meanwhile is missed) until a relevant message arrives or its
+deadline passes; then it peeks again from where it was, hands the messages over, and only then
+acks the highest seq it looked at. A dropped connection or a restarting server is retried with
+capped backoff until the deadline; a message is at worst shown twice (the ack did not reach
+the server), never skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from agentchat.client.api import Client, seg
+from agentchat.client.errors import ClientError
+
+TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
+PEEK_PAGE = 200
+BACKOFF_FIRST = 0.05
+BACKOFF_CAP = 1.0
+ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed over
+
+
+def me(client: Client) -> str:
+    """The token's agent name (``GET /api/v1/me/``)."""
+    return client.request("GET", "me/")["name"]
+
+
+def identity(client: Client, claimed: str | None) -> str:
+    """The acting agent: ``claimed`` when it is the token's agent; ``SENDER_MISMATCH`` (exit
+    1, nothing done) when it names another; the token's agent when None."""
+    name = me(client)
+    if claimed is not None and claimed != name:
+        raise ClientError(
+            "SENDER_MISMATCH",
+            f"the token belongs to {name!r}, not {claimed!r}",
+            {"as": claimed, "agent": name},
+        )
+    return name
+
+
+def relevant(message: dict[str, Any], agent: str) -> bool:
+    """The server's relevance: broadcast or addressed to ``agent``, and not sent by it."""
+    return message["from"] != agent and (not message["to"] or agent in message["to"])
+
+
+def pages(
+    client: Client, path: str, key: str, params: dict[str, Any] | None = None
+) -> Iterator[Any]:
+    """Every item of a paged list (``{key: [...], "more", "next"}``), page after page."""
+    query = dict(params or {})
+    while True:
+        body = client.request("GET", path, params=query)
+        yield from body[key]
+        if not body.get("more"):
+            return
+        query["after"] = body["next"]
+
+
+def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, Any]]:
+    """Every message after ``after``, in seq order, a page at a time (moves no cursor)."""
+    path = f"channels/{seg(channel)}/messages/"
+    while True:
+        batch = client.request("GET", path, params={"after": after, "limit": PEEK_PAGE})
+        yield from batch["messages"]
+        if len(batch["messages"]) < PEEK_PAGE:
+            return
+        after = batch["messages"][-1]["seq"]
+
+
+def read_all(client: Client, channel: str) -> tuple[list[dict[str, Any]], int]:
+    """The server's read, following ``more`` until everything unread is returned: the
+    messages and the cursor after them. (Each page moves the cursor as it is answered.)"""
+    messages: list[dict[str, Any]] = []
+    path = f"channels/{seg(channel)}/read/"
+    while True:
+        body = client.request("POST", path)
+        messages += body["messages"]
+        if not body.get("more"):
+            return messages, body["cursor"]
+
+
+class Backoff:
+    """Capped exponential delays, never past a deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.delay = BACKOFF_FIRST
+
+    def sleep(self) -> bool:
+        """Sleep the next delay; False (without sleeping) when the deadline has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(self.delay, left))
+        self.delay = min(self.delay * 2, BACKOFF_CAP)
+        return True
+
+    def reset(self) -> None:
+        self.delay = BACKOFF_FIRST
+
+
+class WaitTimeout(Exception):
+    """The deadline passed without a relevant message."""
+
+
+def wait_relevant(
+    client: Client,
+    channel: str,
+    agent: str,
+    *,
+    timeout: float,
+    deliver: Callable[[list[dict[str, Any]]], None],
+) -> int:
+    """Wait until ``agent`` has relevant messages after its cursor (at most ``timeout``
+    seconds), hand them to ``deliver`` in seq order, then ack the highest seq looked at and
+    return it. Raises ``WaitTimeout``, or ``ClientError`` for what retrying cannot mend
+    (a bad token, a channel out of sight) and for a server unreachable at the deadline."""
+    deadline = time.monotonic() + max(timeout, 0.0)
+    path = f"channels/{seg(channel)}/messages/"
+    # The first contact must succeed: a wrong URL or token fails at once, not at the deadline.
+    seen = client.request("GET", path, params={"limit": 1})["cursor"]
+    backoff = Backoff(deadline)
+    socket: ClientConnection | None = None
+    try:
+        while True:
+            try:
+                found, seen = _scan(client, channel, agent, seen)
+                if found:
+                    deliver(found)
+                    _ack(client, channel, seen)
+                    return seen
+                if time.monotonic() >= deadline:
+                    raise WaitTimeout
+                if socket is None:
+                    socket = _subscribe(client, channel, seen, deadline)
+                    trace(f"subscribed since={seen}")
+                backoff.reset()
+                seen = _ring(socket, agent, seen, deadline)
+            except ClientError as error:
+                if not error.transient:
+                    raise
+                trace(f"retry after {error.code}")
+                socket = _close(socket)
+                if not backoff.sleep():
+                    raise
+            except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError) as error:
+                trace(f"retry after {type(error).__name__}")
+                socket = _close(socket)
+                if not backoff.sleep():
+                    raise WaitTimeout from None
+    finally:
+        _close(socket)
+
+
+def trace(line: str) -> None:
+    if os.environ.get(TRACE) == "1":
+        print(f"agentchat: trace: {line}", file=sys.stderr, flush=True)
+
+
+def _scan(client: Client, channel: str, agent: str, after: int) -> tuple[list[dict[str, Any]], int]:
+    found, seen = [], after
+    for message in peek_after(client, channel, after):
+        seen = max(seen, message["seq"])
+        if relevant(message, agent):
+            found.append(message)
+    return found, seen
+
+
+def _subscribe(client: Client, channel: str, since: int, deadline: float) -> ClientConnection:
+    url = client.ws_url(f"/ws/channels/{seg(channel)}/?since={since}")
+    headers = {"Authorization": f"Bearer {client.token}"} if client.token else {}
+    try:
+        return connect(
+            url,
+            additional_headers=headers,
+            open_timeout=max(0.5, min(10.0, deadline - time.monotonic())),
+            max_size=2**24,
+            user_agent_header="agentchat-cli",
+        )
+    except InvalidStatus:
+        # A refused handshake says nothing of why: ask the REST API, which names the code
+        # (a channel out of sight, a revoked token); otherwise it is retried.
+        client.request("GET", f"channels/{seg(channel)}/")
+        raise
+
+
+def _ring(socket: ClientConnection, agent: str, seen: int, deadline: float) -> int:
+    """Read frames until one brings a relevant message after ``seen`` (return the seq before
+    it, so the next scan starts there) or the deadline passes (return ``seen``)."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return seen
+        try:
+            raw = socket.recv(timeout=left)
+        except TimeoutError:
+            return seen
+        frame = json.loads(raw)
+        if frame.get("type") == "error":
+            error = frame.get("error") or {}
+            raise ClientError(error.get("code", "BAD_RESPONSE"), error.get("message", ""))
+        message = frame.get("message") if frame.get("type") == "message" else None
+        if not message or message["seq"] <= seen:
+            continue
+        if relevant(message, agent):
+            return seen
+        seen = message["seq"]
+
+
+def _ack(client: Client, channel: str, seq: int) -> None:
+    backoff = Backoff(time.monotonic() + ACK_GRACE)
+    while True:
+        try:
+            client.request("POST", f"channels/{seg(channel)}/ack/", json={"seq": seq})
+            return
+        except ClientError as error:
+            if not error.transient or not backoff.sleep():
+                raise
+
+
+def _close(socket: ClientConnection | None) -> None:
+    if socket is not None:
+        with contextlib.suppress(Exception):  # a broken connection may fail to close
+            socket.close()
+    return None

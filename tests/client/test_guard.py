@@ -1,0 +1,154 @@
+"""The git guard in a real repository: another agent's lock refuses the commit, warn mode lets
+it through, an unreachable server fails open (or closed when asked)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentchat.client.api import Client
+from agentchat.client.guard import MARKER, literal
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    assert run(["git", "init", "-q", "-b", "main"], path, env).returncode == 0
+    (path / "src").mkdir()
+    (path / "src" / "a.py").write_text("a = 1\n")
+    (path / "notes.md").write_text("notes\n")
+    assert run(["git", "add", "-A"], path, env).returncode == 0
+    return path
+
+
+@pytest.fixture
+def world(live: Any, make_agent: Any, repo: Path, tmp_path: Path) -> dict[str, Any]:
+    tokens = {name: make_agent(name)[1] for name in ("alice", "bob")}
+    with Client(live.url, tokens["bob"]) as bob:
+        bob.request("POST", "channels/", json={"name": "work"})
+        lock = bob.request(
+            "POST", "channels/work/locks/", json={"paths": ["src/"], "lease_seconds": 600}
+        )
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "AGENT_CHAT_URL": live.url,
+        "AGENT_CHAT_TOKEN": tokens["alice"],
+        "GIT_AUTHOR_NAME": "alice",
+        "GIT_AUTHOR_EMAIL": "alice@example.invalid",
+        "GIT_COMMITTER_NAME": "alice",
+        "GIT_COMMITTER_EMAIL": "alice@example.invalid",
+    }
+    return {"url": live.url, "tokens": tokens, "env": env, "repo": repo, "lock": lock}
+
+
+def guard(world: dict[str, Any], *args: str, env: dict[str, str] | None = None) -> Any:
+    return run(
+        [sys.executable, "-m", "agentchat.client.guard", *args],
+        world["repo"],
+        env or world["env"],
+    )
+
+
+def commit(world: dict[str, Any], env: dict[str, str] | None = None) -> Any:
+    return run(["git", "commit", "-q", "-m", "change"], world["repo"], env or world["env"])
+
+
+def head(world: dict[str, Any]) -> int:
+    done = run(["git", "rev-list", "--count", "--all"], world["repo"], world["env"])
+    return int(done.stdout.strip() or 0)
+
+
+def test_a_lock_held_by_another_agent_refuses_the_commit(world: dict[str, Any]) -> None:
+    installed = guard(world, "install", "--channel", "work")
+    assert installed.returncode == 0, installed.stderr
+    hook = world["repo"] / ".git" / "hooks" / "pre-commit"
+    assert MARKER in hook.read_text()
+    done = commit(world)
+    assert done.returncode != 0
+    assert "refusing the commit" in done.stderr
+    assert f"src/ locked by bob until {world['lock']['expires_at']}" in done.stderr
+    assert world["lock"]["lock_id"] in done.stderr
+    assert "advisory" in done.stderr
+    assert head(world) == 0  # nothing was committed
+
+
+def test_paths_outside_the_lock_and_own_locks_commit(world: dict[str, Any]) -> None:
+    assert guard(world, "install", "--channel", "work").returncode == 0
+    env = world["env"]
+    assert run(["git", "reset", "-q", "src"], world["repo"], env).returncode == 0
+    with Client(world["url"], world["tokens"]["alice"]) as alice:
+        alice.request("POST", "channels/work/locks/", json={"paths": ["notes.md"]})
+    done = commit(world)
+    assert done.returncode == 0, done.stderr
+    assert head(world) == 1
+
+
+def test_warn_mode_commits_and_says_who_holds_the_lock(world: dict[str, Any]) -> None:
+    assert guard(world, "install", "--channel", "work", "--warn").returncode == 0
+    done = commit(world)
+    assert done.returncode == 0, done.stderr
+    assert "warning: staged paths are locked" in done.stderr
+    assert "src/ locked by bob" in done.stderr
+    assert head(world) == 1
+
+
+def free_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_server_down_fails_open_with_a_message(world: dict[str, Any]) -> None:
+    assert guard(world, "install", "--channel", "work").returncode == 0
+    env = {**world["env"], "AGENT_CHAT_URL": free_url()}
+    done = commit(world, env)
+    assert done.returncode == 0, done.stderr
+    assert "SERVER_UNREACHABLE" in done.stderr
+    assert "committing anyway (fail-open)" in done.stderr
+    assert head(world) == 1
+
+
+def test_server_down_fails_closed_when_installed_so(world: dict[str, Any]) -> None:
+    assert guard(world, "install", "--channel", "work", "--fail-closed").returncode == 0
+    env = {**world["env"], "AGENT_CHAT_URL": free_url()}
+    done = commit(world, env)
+    assert done.returncode != 0
+    assert "refusing the commit (fail-closed)" in done.stderr
+    assert head(world) == 0
+
+
+def test_install_leaves_a_foreign_hook_alone(world: dict[str, Any]) -> None:
+    hook = world["repo"] / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho mine\n")
+    done = guard(world, "install", "--channel", "work")
+    assert done.returncode == 1
+    assert "is not the guard's" in done.stderr
+    assert hook.read_text() == "#!/bin/sh\necho mine\n"
+
+
+def test_install_needs_a_channel(world: dict[str, Any]) -> None:
+    done = guard(world, "install")
+    assert done.returncode == 2
+    assert "no channel" in done.stderr
+
+
+def test_file_names_with_glob_characters_are_checked_literally() -> None:
+    assert literal("docs/a[1]*?.md") == "docs/a[[]1[]][*][?].md"

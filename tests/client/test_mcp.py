@@ -1,0 +1,240 @@
+"""``agentchat mcp`` driven by the MCP SDK's own client over stdio, against a live server."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client as McpClient
+from mcp import StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+
+from agentchat.client.api import Client
+from agentchat.client.mcp_tools import TOOLS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED_TOOLS = {
+    "channels",
+    "post",
+    "read",
+    "peek",
+    "wait",
+    "claim",
+    "task_create",
+    "task_list",
+    "task_show",
+    "task_update",
+    "task_claim",
+    "task_renew",
+    "task_done",
+    "task_block",
+    "task_release",
+    "task_recover",
+    "lock",
+    "check",
+    "unlock",
+    "state",
+    "event_post",
+    "event_read",
+}
+UNREAD = "agentchat://channels/review/unread"
+
+
+@pytest.fixture
+def world(live: Any, make_agent: Any, tmp_path: Path) -> dict[str, Any]:
+    tokens = {name: make_agent(name)[1] for name in ("alice", "bob", "carol")}
+    with Client(live.url, tokens["alice"]) as alice:
+        alice.request("POST", "channels/", json={"name": "review", "topic": "the review"})
+    return {"url": live.url, "tokens": tokens, "home": tmp_path}
+
+
+def server_params(world: dict[str, Any], agent: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agentchat.client.mcp_server"],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(world["home"]),
+            "AGENT_CHAT_URL": world["url"],
+            "AGENT_CHAT_TOKEN": world["tokens"][agent],
+            "PYTHONPATH": str(ROOT),
+        },
+        cwd=str(ROOT),
+    )
+
+
+async def http(world: dict[str, Any], agent: str, method: str, path: str, **kw: Any) -> Any:
+    def call() -> Any:
+        with Client(world["url"], world["tokens"][agent]) as client:
+            return client.request(method, path, **kw)
+
+    return await anyio.to_thread.run_sync(call)
+
+
+def error_text(result: types.CallToolResult) -> str:
+    assert result.is_error is True
+    [content] = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+async def test_tools_listed_with_schemas(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "alice")) as client:
+        listed = (await client.list_tools()).tools
+    assert {tool.name for tool in listed} == EXPECTED_TOOLS == {tool.name for tool in TOOLS}
+    for tool in listed:
+        assert tool.input_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.description
+    post = next(tool for tool in listed if tool.name == "post")
+    assert post.input_schema["required"] == ["channel", "title"]
+
+
+async def test_post_read_wait_and_a_task_claim(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "alice")) as client:
+        posted = await client.call_tool(
+            "post", {"channel": "review", "title": "hello", "body": "hi *bob*", "to": "bob"}
+        )
+        assert posted.is_error is not True
+        assert posted.structured_content["seq"] == 1
+        assert posted.structured_content["from"] == "alice"
+        assert posted.structured_content["to"] == ["bob"]
+
+        await http(world, "bob", "POST", "channels/review/messages/", json={"title": "yo"})
+        read = await client.call_tool("read", {"channel": "review"})
+        assert [m["title"] for m in read.structured_content["messages"]] == ["yo"]
+        assert read.structured_content["more"] is False
+        again = await client.call_tool("read", {"channel": "review"})
+        assert again.structured_content["messages"] == []
+
+        peek = await client.call_tool("peek", {"channel": "review", "n": 5})
+        assert [m["seq"] for m in peek.structured_content["messages"]] == [1, 2]
+
+        timed_out = await client.call_tool("wait", {"channel": "review", "timeout": 0.2})
+        assert timed_out.structured_content["timed_out"] is True
+
+        async with anyio.create_task_group() as tasks:
+            got: dict[str, Any] = {}
+
+            async def waiting() -> None:
+                got["wait"] = await client.call_tool("wait", {"channel": "review", "timeout": 30})
+
+            tasks.start_soon(waiting)
+            await http(world, "carol", "POST", "channels/review/messages/", json={"title": "c"})
+        assert [m["title"] for m in got["wait"].structured_content["messages"]] == ["c"]
+
+        created = await client.call_tool(
+            "task_create", {"channel": "review", "id": "t-1", "title": "review it"}
+        )
+        assert created.structured_content["status"] == "open"
+        claimed = await client.call_tool(
+            "task_claim", {"channel": "review", "id": "t-1", "lease_seconds": 60}
+        )
+        assert claimed.structured_content["status"] == "in_progress"
+        assert claimed.structured_content["owner"] == "alice"
+        assert claimed.structured_content["lease"]["owner"] == "alice"
+
+
+async def test_errors_are_tool_errors_with_the_code(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "bob")) as client:
+        missing = await client.call_tool("task_claim", {"channel": "review", "id": "nope"})
+        assert error_text(missing).startswith("TASK_NOT_FOUND: ")
+        assert missing.structured_content["error"]["code"] == "TASK_NOT_FOUND"
+
+        unknown = await client.call_tool("read", {"channel": "nowhere"})
+        assert error_text(unknown).startswith("CHANNEL_NOT_FOUND: ")
+
+        await client.call_tool("claim", {"channel": "review", "marker": "m1"})
+        lost = await client.call_tool("claim", {"channel": "review", "marker": "m1"})
+        assert error_text(lost).startswith("MARKER_ALREADY_CLAIMED: ")
+
+        bad = await client.call_tool("post", {"channel": "review"})
+        assert error_text(bad).startswith("USAGE: post: ")
+        assert "'title' is a required property" in error_text(bad)
+        extra = await client.call_tool("peek", {"channel": "review", "x": 1})
+        assert error_text(extra).startswith("USAGE: ")
+    # Nothing was posted by the refused calls (the marker claim posts nothing either).
+    peek = await http(world, "alice", "GET", "channels/review/messages/")
+    assert peek["messages"] == []
+
+
+async def test_lock_results_say_locks_are_advisory(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "alice")) as client:
+        locked = await client.call_tool("lock", {"channel": "review", "paths": ["src/a.py"]})
+        assert locked.structured_content["owner"] == "alice"
+        assert "advisory" in locked.structured_content["advisory"]
+        checked = await client.call_tool("check", {"channel": "review", "paths": ["src"]})
+        assert [c["owner"] for c in checked.structured_content["conflicts"]] == ["alice"]
+        unlocked = await client.call_tool("unlock", {"channel": "review", "target": "src/a.py"})
+        assert unlocked.structured_content["lock_id"] == locked.structured_content["lock_id"]
+
+
+async def test_resources_list_and_read_without_moving_the_cursor(world: dict[str, Any]) -> None:
+    await http(world, "bob", "POST", "channels/review/messages/", json={"title": "for all"})
+    await http(
+        world, "bob", "POST", "channels/review/messages/", json={"title": "c", "to": "carol"}
+    )
+    async with McpClient(server_params(world, "alice")) as client:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"agentchat://channels/review", UNREAD} <= uris
+        for _ in range(2):  # reading twice: the cursor did not move
+            result = await client.read_resource(UNREAD)
+            [content] = result.contents
+            assert '"for all"' in content.text
+            assert '"title": "c"' not in content.text  # addressed to carol
+        with pytest.raises(MCPError, match="CHANNEL_NOT_FOUND"):
+            await client.read_resource("agentchat://channels/nowhere/unread")
+    channel = await http(world, "alice", "GET", "channels/review/")
+    assert channel["cursor"] == 0
+
+
+async def test_legacy_subscription_is_notified_within_a_second(world: dict[str, Any]) -> None:
+    updated = anyio.Event()
+    seen: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            seen.append(str(message.params.uri))
+            if str(message.params.uri) == UNREAD:
+                updated.set()
+
+    async with McpClient(
+        server_params(world, "alice"), mode="legacy", message_handler=on_message
+    ) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            await client.subscribe_resource(UNREAD)
+        # Not relevant to alice: no update of her unread view.
+        await http(
+            world, "bob", "POST", "channels/review/messages/", json={"title": "x", "to": "carol"}
+        )
+        await http(world, "alice", "POST", "channels/review/messages/", json={"title": "own"})
+        started = time.monotonic()
+        await http(world, "bob", "POST", "channels/review/messages/", json={"title": "ping"})
+        with anyio.fail_after(5):
+            await updated.wait()
+        elapsed = time.monotonic() - started
+        # The update came for the relevant post only.
+        assert seen == [UNREAD]
+    assert elapsed < 2.0, elapsed
+
+
+async def test_listen_subscription_is_notified_within_a_second(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "alice")) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(resource_subscriptions=[UNREAD]) as subscription:
+            started = time.monotonic()
+            await http(world, "bob", "POST", "channels/review/messages/", json={"title": "ping"})
+            with anyio.fail_after(5):
+                async for event in subscription:
+                    assert event.uri == UNREAD
+                    break
+            elapsed = time.monotonic() - started
+    assert elapsed < 2.0, elapsed
