@@ -180,6 +180,9 @@ class MarkerClaim(models.Model):
     marker = models.CharField(max_length=128)
     owner = models.CharField(max_length=64)
     claimed_at = models.DateTimeField(auto_now_add=True)
+    # The marker file's text when the claim came from a reference folder (import), written back
+    # by the sync as ``task-<id>.CLAIMED-<owner>.md``; empty for a claim made here.
+    text = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["channel_id", "marker"]

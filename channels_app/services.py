@@ -969,12 +969,12 @@ def cursors_import(*, channel: Channel, cursors: Iterable[tuple[str, int]]) -> N
     )
 
 
-def markers_import(*, channel: Channel, claims: Iterable[tuple[str, str, str]]) -> None:
-    """Claimed legacy markers as (source file, marker, owner), in the caller's transaction.
-    Raises MARKER_ALREADY_CLAIMED (a marker claimed twice, naming the file)."""
+def markers_import(*, channel: Channel, claims: Iterable[tuple[str, str, str, str]]) -> None:
+    """Claimed legacy markers as (source file, marker, owner, the file's text), in the caller's
+    transaction. Raises MARKER_ALREADY_CLAIMED (a marker claimed twice, naming the file)."""
     seen: dict[str, str] = {}
     rows = []
-    for source, marker, owner in claims:
+    for source, marker, owner, text in claims:
         if marker in seen:
             raise AppError(
                 "MARKER_ALREADY_CLAIMED",
@@ -982,5 +982,5 @@ def markers_import(*, channel: Channel, claims: Iterable[tuple[str, str, str]]) 
                 detail={"file": source, "marker": marker},
             )
         seen[marker] = source
-        rows.append(MarkerClaim(channel=channel, marker=marker, owner=owner))
+        rows.append(MarkerClaim(channel=channel, marker=marker, owner=owner, text=text))
     MarkerClaim.objects.bulk_create(rows, batch_size=IMPORT_BATCH)

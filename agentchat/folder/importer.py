@@ -66,6 +66,7 @@ MAX_RECORDS = 10_000  # tasks, claims, locks, cursors of one channel, each
 MESSAGE_MAX_BYTES = 1 << 20
 RECORD_MAX_BYTES = 1 << 20  # _meta.json, a task, claim or lock record
 CURSOR_MAX_BYTES = 64
+MARKER_MAX_BYTES = 64 * 1024  # a legacy marker's text (a note for whoever claims it)
 SENDER_MAX = 200
 TS_MAX = 64
 SEQ_DIGITS_MAX = 15
@@ -351,7 +352,8 @@ class ChannelPlan:
     messages: list[tuple[int, str, StatKey]] = field(default_factory=list)  # seq order
     presence: dict[str, ImportedPresence] = field(default_factory=dict)
     cursors: list[tuple[str, int]] = field(default_factory=list)
-    markers: list[tuple[str, str, str]] = field(default_factory=list)  # (file, marker, owner)
+    # (file, marker, owner, the file's text)
+    markers: list[tuple[str, str, str, str]] = field(default_factory=list)
     tasks: list[TaskImport] = field(default_factory=list)
     leases: list[LeaseImport] = field(default_factory=list)
     locks: list[LockImport] = field(default_factory=list)
@@ -564,7 +566,13 @@ def _markers_read(
                 detail={"file": channel_dir.path, "limit": MAX_RECORDS},
             )
         owner = _agent_for_slug(plan, senders, match.group(2))
-        plan.markers.append((where, f"task-{match.group(1)}.md", owner))
+        raw, _ = reading.file_read(channel_dir, entry.name, limit=MARKER_MAX_BYTES)
+        text = reading.text_decode(raw, where)
+        if "\x00" in text:
+            raise AppError(
+                "IMPORT_UNREADABLE", f"{where}: holds a NUL character", detail={"file": where}
+            )
+        plan.markers.append((where, f"task-{match.group(1)}.md", owner, text))
 
 
 def _tasks_read(plan: ChannelPlan, channel_dir: Dir) -> None:

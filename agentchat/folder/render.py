@@ -18,7 +18,8 @@ verbatim and in their order.
 
 Records (§3.7-3.9): ``tasks/<id>.json``, ``claims/<task>.<owner>.json`` and
 ``locks/<lock_id>.json`` are the very records the API returns (``tasks_app.records``,
-``locks_app.records``), and ``state.md`` a stored summary's markdown.
+``locks_app.records``), ``state.md`` a stored summary's markdown, and a claimed legacy marker
+(§3.6) ``task-<id>.CLAIMED-<slug(owner)>.md`` with the marker file's text.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from channels_app.models import Channel, Message
+from channels_app.models import Channel, MarkerClaim, Message
 from channels_app.records import channel_created, message_ts
 from locks_app.models import PathLock
 from locks_app.records import lock_file_bytes, lock_file_name, lock_to_dict
@@ -177,6 +178,21 @@ def lock_file(lock: PathLock) -> tuple[str, bytes]:
     """``locks/<lock_id>.json`` of a lock loaded with its channel and entries."""
     record = lock_to_dict(lock)
     return lock_file_name(record), lock_file_bytes(record)
+
+
+# A legacy marker the reference can claim (§3.6), and its name once claimed.
+MARKER_NAME = re.compile(r"task-([A-Za-z0-9][A-Za-z0-9_-]*)\.md", re.ASCII)
+MARKER_CLAIMED_NAME = re.compile(r"task-[A-Za-z0-9][A-Za-z0-9_-]*\.CLAIMED-.*\.md", re.DOTALL)
+
+
+def marker_file(claim: MarkerClaim) -> tuple[str, bytes] | None:
+    """``task-<id>.CLAIMED-<slug(owner)>.md`` of a claimed marker, holding the marker file's
+    text (empty for a claim made here); None for a marker the reference could not have
+    claimed (one not named ``task-<id>.md``)."""
+    match = MARKER_NAME.fullmatch(claim.marker)
+    if match is None:
+        return None
+    return f"task-{match[1]}.CLAIMED-{slug(claim.owner)}.md", claim.text.encode("utf-8")
 
 
 def state_bytes(markdown: str) -> bytes:

@@ -4,8 +4,9 @@
 with ``_meta.json``, the message files, ``.cursors/<slug>.txt``, ``tasks/<id>.json``,
 ``claims/<task>.<owner>.json`` (every lease, expired ones too until recovered),
 ``locks/<lock_id>.json`` (every lock row), ``state.md`` (the latest stored summary, when there
-is one) and the empty ``_tasks.lock`` and ``.path-locks.lock`` (created once, never rewritten),
-with the bytes of ``agentchat.folder.render``.
+is one), ``task-<id>.CLAIMED-<owner>.md`` (each claimed marker named ``task-<id>.md``) and the
+empty ``_tasks.lock`` and ``.path-locks.lock`` (created once, never rewritten), with the bytes
+of ``agentchat.folder.render``.
 
 The sync owns the root: it is a mirror of the database. Whatever else is in a channel folder
 (a post another tool wrote, a transaction marker, a README, a file edited by hand) is removed
@@ -51,6 +52,7 @@ from agentchat.folder.render import (
     CURSORS_DIR,
     LOCK_FILES,
     LOCKS_DIR,
+    MARKER_CLAIMED_NAME,
     MESSAGE_NAME,
     META_FILE,
     PLAIN_MODE,
@@ -60,6 +62,7 @@ from agentchat.folder.render import (
     cursor_files,
     lease_file,
     lock_file,
+    marker_file,
     message_bytes,
     message_name,
     meta_bytes,
@@ -67,7 +70,7 @@ from agentchat.folder.render import (
     task_file,
 )
 from agentchat.models import StateSnapshot
-from channels_app.models import Channel, Cursor, Message
+from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from locks_app.models import PathLock, PathLockEntry
 from tasks_app.models import Lease, Task, TaskDependency
 
@@ -115,6 +118,7 @@ class ChannelReport:
     claims: set[str] = field(default_factory=set)
     locks: set[str] = field(default_factory=set)
     cursors: set[str] = field(default_factory=set)
+    markers: set[str] = field(default_factory=set)
     other: set[str] = field(default_factory=set)
 
     @property
@@ -149,6 +153,7 @@ class ChannelReport:
             ("claims", self.claims),
             ("locks", self.locks),
             ("cursors", self.cursors),
+            ("claimed markers", self.markers),
         ):
             if names:
                 shown = sorted(names)
@@ -283,6 +288,7 @@ class _ChannelSync:
         self.files = Files()
         self.report = ChannelReport(channel.name)
         self.wanted: set[str] = set()  # the records' relative paths written this sync
+        self.markers_found: set[str] = set()  # claimed-marker files the listing saw
 
     def _count(self) -> None:
         self.report.written = self.files.written
@@ -329,6 +335,9 @@ class _ChannelSync:
             for entry in entries:
                 name = entry.name
                 if name in _KNOWN:
+                    continue
+                if MARKER_CLAIMED_NAME.fullmatch(name) and entry.is_file(follow_symlinks=False):
+                    self.markers_found.add(name)  # the records' part (``_markers``)
                     continue
                 match = MESSAGE_NAME.fullmatch(name)
                 if is_temp_name(name) or match is None:
@@ -397,6 +406,7 @@ class _ChannelSync:
             self._put(rel, data, PLAIN_MODE, report.cursors, rel.rpartition("/")[2][:-4])
         self._tasks()
         self._locks()
+        self._markers()
         markdown = (
             StateSnapshot.objects.filter(channel=self.channel)
             .order_by("-id")
@@ -448,6 +458,17 @@ class _ChannelSync:
         for lock in locks.iterator(chunk_size=RECORD_CHUNK):
             rel, data = lock_file(lock)
             self._put(rel, data, RECORD_MODE, self.report.locks, lock.lock_id)
+
+    def _markers(self) -> None:
+        claims = MarkerClaim.objects.filter(channel=self.channel).order_by("marker")
+        for claim in claims.iterator(chunk_size=RECORD_CHUNK):
+            found = marker_file(claim)
+            if found is not None:
+                rel, data = found
+                self._put(rel, data, PLAIN_MODE, self.report.markers, claim.marker)
+        for name in sorted(self.markers_found - self.wanted):
+            if self.files.remove(self.folder / name):
+                self.report.markers.add(name.partition(".")[0] + ".md")
 
     def _prune(self) -> None:
         """Remove what the records no longer name (a released lease's claim, an unlocked

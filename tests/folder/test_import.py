@@ -646,8 +646,7 @@ def test_hidden_and_meta_less_folders_are_not_channels(ref_root):
 
 def test_the_sample_imported_then_synced_is_the_sample_file_for_file(tmp_path):
     """Import, then sync: every file of the reference's folder comes back with its bytes, but
-    ``state.md`` (derived: never imported, written only by a compaction here) and the legacy
-    marker (a marker claim keeps its owner, not the marker file's text)."""
+    ``state.md`` (derived: never imported, written only by a compaction here)."""
     from agentchat.folder.sync import folder_sync
 
     source = extract(tmp_path / "source")
@@ -664,11 +663,25 @@ def test_the_sample_imported_then_synced_is_the_sample_file_for_file(tmp_path):
 
     theirs, ours = files(source), files(synced)
     missing = sorted(set(theirs) - set(ours))
-    assert missing == [
-        "backend/state.md",
-        "backend/task-runbook.CLAIMED-alice.md",
-        "design/state.md",
-    ]
+    assert missing == ["backend/state.md", "design/state.md"]
     assert sorted(set(ours) - set(theirs)) == []
     for name in sorted(set(theirs) & set(ours)):
         assert ours[name] == theirs[name], name
+
+
+def test_a_claimed_markers_text_is_kept_and_a_nul_in_it_refused(ref_root):
+    _write("backend/task-x.CLAIMED-bob.md", "line one\nline two\n")(ref_root)
+    import_folder(ref_root)
+    assert MarkerClaim.objects.get(marker="task-x.md").text == "line one\nline two\n"
+    assert MarkerClaim.objects.get(marker="task-runbook.md").text == (
+        "Update the runbook for payments v2.\n"
+    )
+
+
+def test_a_claimed_marker_holding_a_nul_imports_nothing(ref_root):
+    _write("backend/task-x.CLAIMED-bob.md", "bad\x00text")(ref_root)
+    with pytest.raises(
+        CommandError, match=r"^IMPORT_UNREADABLE: backend/task-x\.CLAIMED-bob\.md: holds a NUL"
+    ):
+        import_folder(ref_root)
+    assert not Channel.objects.exists()

@@ -317,3 +317,56 @@ def test_a_second_sync_of_the_same_root_is_refused_while_one_runs(tmp_path: Path
     finally:
         os.close(fd)
     assert folder_sync(root=tmp_path).written == 0
+
+
+def test_claimed_markers_are_written_as_the_reference_names_them(tmp_path: Path) -> None:
+    from channels_app.models import MarkerClaim
+    from channels_app.services import marker_claim
+
+    channel = scenario.build()
+    marker_claim(channel=channel, marker="task-12.md", owner="Bob.Sub")
+    marker_claim(channel=channel, marker="notes", owner="carol")  # not a reference marker
+    MarkerClaim.objects.create(channel=channel, marker="task-doc.md", owner="dave", text="Do it.\n")
+    report = folder_sync(root=tmp_path)
+    chan = tmp_path / "review"
+    assert sorted(p.name for p in chan.glob("task-*")) == [
+        "task-12.CLAIMED-bob-sub.md",
+        "task-doc.CLAIMED-dave.md",
+    ]
+    assert (chan / "task-12.CLAIMED-bob-sub.md").read_bytes() == b""
+    assert (chan / "task-doc.CLAIMED-dave.md").read_bytes() == b"Do it.\n"
+    assert stat.S_IMODE((chan / "task-doc.CLAIMED-dave.md").stat().st_mode) == 0o644
+    [one] = report.channels
+    assert one.markers == {"task-12.md", "task-doc.md"}
+    assert "claimed markers task-12.md, task-doc.md" in one.describe()
+
+    # Unchanged: nothing written. Touched by hand: put back. Gone from the database: removed.
+    assert folder_sync(root=tmp_path).written == 0
+    (chan / "task-doc.CLAIMED-dave.md").write_text("edited")
+    (chan / "task-9.CLAIMED-eve.md").write_text("made by hand")
+    MarkerClaim.objects.filter(marker="task-12.md").delete()
+    report = folder_sync(root=tmp_path)
+    assert sorted(p.name for p in chan.glob("task-*")) == ["task-doc.CLAIMED-dave.md"]
+    assert (chan / "task-doc.CLAIMED-dave.md").read_bytes() == b"Do it.\n"
+    [one] = report.channels
+    assert one.markers == {"task-12.md", "task-9.md", "task-doc.md"}
+
+
+def test_a_claimed_marker_name_that_is_a_directory_or_link_is_replaced(tmp_path: Path) -> None:
+    from channels_app.services import marker_claim
+
+    channel = scenario.build()
+    marker_claim(channel=channel, marker="task-1.md", owner="bob")
+    root = tmp_path / "root"
+    folder_sync(root=root)
+    chan = root / "review"
+    target = tmp_path / "outside.txt"
+    target.write_text("keep me")
+    (chan / "task-1.CLAIMED-bob.md").unlink()
+    (chan / "task-1.CLAIMED-bob.md").symlink_to(target)
+    (chan / "task-2.CLAIMED-bob.md").mkdir()
+    folder_sync(root=root)
+    assert not (chan / "task-1.CLAIMED-bob.md").is_symlink()
+    assert (chan / "task-1.CLAIMED-bob.md").read_bytes() == b""
+    assert not (chan / "task-2.CLAIMED-bob.md").exists()
+    assert target.read_text() == "keep me"
