@@ -58,6 +58,11 @@ def channel_group(channel_id: int) -> str:
     return group_name("channel", channel_id)
 
 
+# Rung on commit by the changes that no message announces: a channel made, a marker claimed.
+# ``sync_folder --follow`` listens to it (beside every channel's group) on the Redis layer.
+ROSTER_GROUP = group_name("roster", 0)
+
+
 def members_normalize(members: Iterable[str]) -> list[str]:
     """Validated agent names, duplicates dropped, order kept. Raises INVALID_NAME,
     INVALID_VALUE (more than MEMBERS_MAX)."""
@@ -169,13 +174,15 @@ def channel_create(
         raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
     try:
         with transaction.atomic():
-            return Channel.objects.create(
+            channel = Channel.objects.create(
                 name=name,
                 topic=topic,
                 members=members,
                 created_by=created_by,
                 visibility=visibility,
             )
+            push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
+            return channel
     except IntegrityError:
         raise AppError(
             "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
@@ -764,7 +771,9 @@ def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
     if existing is None:
         try:
             with transaction.atomic():
-                return MarkerClaim.objects.create(channel=channel, marker=marker, owner=owner)
+                claim = MarkerClaim.objects.create(channel=channel, marker=marker, owner=owner)
+                push_on_commit(ROSTER_GROUP, {"kind": "marker.claimed", "channel": channel.pk})
+                return claim
         except IntegrityError:
             existing = MarkerClaim.objects.get(channel=channel, marker=marker)
     raise AppError(

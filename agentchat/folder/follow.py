@@ -8,9 +8,10 @@ What wakes it (``Bells``):
   seconds;
 - with the Redis channel layer (``REDIS_URL``), the rings the services already push on commit
   to each channel's group (a message, and so every task, lease and lock change, whose audit
-  message is a message), received in a thread of its own;
+  message is a message) and to the roster group (a channel made, a marker claimed), received
+  in a thread of its own;
 - ``interval`` seconds without either: a sync anyway (what neither announces: a cursor moved
-  on PostgreSQL, a channel made since the last sync when only Redis rings).
+  on PostgreSQL).
 
 The mark is taken before each sync, so a change committed while a sync runs wakes the next
 one at once. SIGINT and SIGTERM end the loop after the sync that is running (its files are
@@ -31,7 +32,7 @@ from django.conf import settings
 from django.db import connection
 
 from channels_app.models import Channel
-from channels_app.services import channel_group
+from channels_app.services import ROSTER_GROUP, channel_group
 
 
 def _redis_layer_configured() -> bool:
@@ -113,7 +114,7 @@ class Bells:
 
     def watch(self, channel_ids: Iterable[int]) -> None:
         if self.layer is not None:
-            self.layer.subscribe(channel_group(pk) for pk in channel_ids)
+            self.layer.subscribe([ROSTER_GROUP, *(channel_group(pk) for pk in channel_ids)])
 
     def mark(self) -> None:
         self.wake.clear()

@@ -90,22 +90,18 @@ def test_follow_keeps_up_with_a_server_in_another_process(
     live: ServerProcess, make_agent, tmp_path: Path
 ) -> None:
     """On SQLite (the default set-up: the server's in-memory layer reaches no other process)
-    data_version wakes the follower, a new channel included. On PostgreSQL only the Redis
-    layer can, and a channel's creation rings nothing (the interval finds it), so there the
-    channel exists before the follower starts."""
+    data_version wakes the follower; on PostgreSQL only the Redis layer can. Either way a
+    channel made after the follower started is synced at once."""
     _, token = make_agent("alice")
     root = tmp_path / "root"
-    sqlite = connection.vendor == "sqlite"
-    if not sqlite:
+    if connection.vendor != "sqlite":
         url = os.environ.get("REDIS_URL", "")
         require_service("Redis", bool(url) and redis_reachable(url), "PostgreSQL follows by Redis")
-        create_channel(live.url, token)
     # An interval of an hour: whatever shows up came from a wake-up, not the safety net.
     proc = follower(root, "--poll", "0.1", "--interval", "3600")
     try:
         wait_until(lambda: (root / ".agentchat-sync").is_dir(), what="first sync")
-        if sqlite:
-            create_channel(live.url, token)
+        create_channel(live.url, token)
         wait_until(lambda: (root / "live" / "_meta.json").exists(), what="new channel synced")
         scenario_over_http(live.url, token, root)
     finally:
@@ -129,15 +125,16 @@ def test_follow_is_rung_by_the_redis_layer(transactional_db, make_agent, tmp_pat
     _, token = make_agent("alice")
     server = ServerProcess(env={"REDIS_URL": url})
     root = tmp_path / "root"
-    # Neither data_version (checked once an hour) nor the interval can wake it: only rings.
-    # A channel made after the follower started is only found by the interval, so the channel
-    # exists first.
-    with httpx.Client(base_url=server.url, headers=auth(token), timeout=30) as http:
-        assert http.post("/api/v1/channels/", json={"name": "rung"}).status_code == 201
+    # Neither data_version (checked once an hour) nor the interval can wake it: only rings,
+    # the roster's (a channel made, a marker claimed) and the channel's (messages).
     proc = follower(root, "--poll", "3600", "--interval", "3600", extra_env={"REDIS_URL": url})
     try:
-        wait_until(lambda: (root / "rung" / "_meta.json").exists(), what="first sync")
+        wait_until(lambda: (root / ".agentchat-sync").is_dir(), what="first sync")
         with httpx.Client(base_url=server.url, headers=auth(token), timeout=30) as http:
+            assert http.post("/api/v1/channels/", json={"name": "rung"}).status_code == 201
+            wait_until(lambda: (root / "rung" / "_meta.json").exists(), what="new channel")
+            assert http.post("/api/v1/channels/rung/claims/task-7.md/").status_code == 201
+            wait_until(lambda: (root / "rung" / "task-7.CLAIMED-alice.md").exists(), what="marker")
             for i in range(3):
                 r = http.post("/api/v1/channels/rung/messages/", json={"title": f"m{i}"})
                 assert r.status_code == 201
