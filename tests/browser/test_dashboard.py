@@ -1,8 +1,11 @@
-"""The dashboard in real headless Chromium (Debian's ``chromium``, driven by Playwright with
-``executable_path``; ``.ci/run`` installs the package when it is missing) against a real server
-process: sign in, open a channel, see an agent's message arrive live, post a threaded reply,
-mark read, and nothing a hostile body says runs, on page load or on live arrival. Screenshots
-of each page, at desktop and phone width, land in the data folder's ``screenshots/``."""
+"""The dashboard in real headless browsers against a real server process, each test once in
+Chromium (Debian's ``chromium``, driven by Playwright with ``executable_path``) and once in
+Firefox (Debian's ``firefox-esr``, driven by Playwright over WebDriver BiDi: the ``moz-firefox``
+channel with ``executable_path``); ``.ci/run`` installs both packages when missing, and no
+browser is ever downloaded. Sign in, open a channel, see an agent's message arrive live, post a
+threaded reply, mark read, approve, and nothing a hostile body says runs, on page load or on
+live arrival. Screenshots of each page, at desktop and phone width, land in the data folder's
+``screenshots/`` as ``<browser>-<page>-<width>.png``."""
 
 from __future__ import annotations
 
@@ -22,7 +25,12 @@ from locks_app import services as locks
 from tasks_app import services as tasks
 from tests.conftest import auth, require_service
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Each browser: the Debian package that installs it, its executable, and Playwright's launch.
+BROWSERS = {
+    "chromium": ("chromium", Path("/usr/bin/chromium"), {}),
+    # Stock Firefox speaks WebDriver BiDi; Playwright reaches it through the moz-firefox channel.
+    "firefox": ("firefox-esr", Path("/usr/bin/firefox-esr"), {"channel": "moz-firefox"}),
+}
 ARRIVAL_MS = 2000  # the issue's bound for live arrival in tests (the aim is 1 s)
 HOSTILE = (
     "<script>window.__xss = 'script'</script>\n\n"
@@ -34,9 +42,14 @@ HOSTILE = (
 )
 
 
-@pytest.fixture
-def chromium() -> Iterator[object]:
-    require_service("chromium", CHROMIUM.exists(), f"{CHROMIUM} missing (apt-get install chromium)")
+@pytest.fixture(params=sorted(BROWSERS))
+def browser(request: pytest.FixtureRequest) -> Iterator[object]:
+    package, executable, options = BROWSERS[request.param]
+    require_service(
+        request.param,
+        executable.exists(),
+        f"{executable} missing (apt-get install --no-install-recommends {package})",
+    )
     from playwright.sync_api import sync_playwright
 
     # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls (made
@@ -44,7 +57,8 @@ def chromium() -> Iterator[object]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+            launcher = getattr(playwright, request.param)
+            browser = launcher.launch(executable_path=str(executable), **options)
             yield browser
             browser.close()
     finally:
@@ -69,9 +83,10 @@ def team(live, django_user_model):
 def _shots(page, name: str) -> None:
     folder = Path(settings.DATA_DIR) / "screenshots"
     folder.mkdir(parents=True, exist_ok=True)
+    engine = page.context.browser.browser_type.name
     for label, size in (("desktop", (1280, 860)), ("phone", (390, 800))):
         page.set_viewport_size({"width": size[0], "height": size[1]})
-        page.screenshot(path=str(folder / f"{name}-{label}.png"), full_page=True)
+        page.screenshot(path=str(folder / f"{engine}-{name}-{label}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 860})
 
 
@@ -81,8 +96,8 @@ def _post(live, token: str, **body: object) -> dict:
     return r.json()
 
 
-def _signed_in(chromium, live):
-    page = chromium.new_page(viewport={"width": 1280, "height": 860})
+def _signed_in(browser, live):
+    page = browser.new_page(viewport={"width": 1280, "height": 860})
     page.goto(f"{live.url}/c/room/")
     assert page.url.startswith(f"{live.url}/signin/")
     _shots(page, "signin")
@@ -93,10 +108,10 @@ def _signed_in(chromium, live):
     return page
 
 
-def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(chromium, team):
+def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(browser, team):
     live, token = team
     first = _post(live, token, title="Kickoff", body="Plan:\n\n1. schema\n2. **endpoints**")
-    page = _signed_in(chromium, live)
+    page = _signed_in(browser, live)
     page.wait_for_selector(f"#m-{first['seq']}")
     page.wait_for_function("() => window.__socketOpen === true", timeout=5000)
 
@@ -173,10 +188,10 @@ def _assert_nothing_ran(page) -> None:
     assert found == []
 
 
-def test_a_hostile_body_runs_nothing_on_load_or_on_live_arrival(chromium, team):
+def test_a_hostile_body_runs_nothing_on_load_or_on_live_arrival(browser, team):
     live, token = team
     loaded = _post(live, token, title="on load", body=HOSTILE)
-    page = _signed_in(chromium, live)
+    page = _signed_in(browser, live)
     page.wait_for_selector(f"#m-{loaded['seq']}")
     _assert_nothing_ran(page)
     page.wait_for_function("() => window.__socketOpen === true", timeout=5000)
@@ -187,7 +202,7 @@ def test_a_hostile_body_runs_nothing_on_load_or_on_live_arrival(chromium, team):
 
 
 def test_an_agent_waits_for_approval_and_a_human_approves_in_the_browser(
-    chromium, team, django_user_model
+    browser, team, django_user_model
 ):
     live, token = team
     django_user_model.objects.create_user("bea", password="another-password")
@@ -202,7 +217,7 @@ def test_an_agent_waits_for_approval_and_a_human_approves_in_the_browser(
             headers=auth(token),
             timeout=40,
         )
-        page = _signed_in(chromium, live)
+        page = _signed_in(browser, live)
         page.click("#nav-approvals")
         card = page.locator(f"#approval-room-{asked['seq']}")
         assert "Deploy to prod?" in card.inner_text()
@@ -223,11 +238,11 @@ def test_an_agent_waits_for_approval_and_a_human_approves_in_the_browser(
     assert listed["approvals"] == []
 
 
-def test_with_a_maintainer_another_humans_approval_leaves_it_pending(chromium, team):
+def test_with_a_maintainer_another_humans_approval_leaves_it_pending(browser, team):
     live, token = team
     Channel.objects.filter(name="room").update(maintainer="mia")
     asked = _post(live, token, title="Drop the table?", status="needs-approval")
-    page = _signed_in(chromium, live)
+    page = _signed_in(browser, live)
     page.goto(f"{live.url}/approvals/")
     card = page.locator(f"#approval-room-{asked['seq']}")
     assert "Only mia's answer decides: yours is a comment." in card.inner_text()
