@@ -431,6 +431,16 @@ def approvals_pending(
     return found[:limit], len(found) > limit
 
 
+def approvals_pending_among(*, channel: Channel, seqs: Iterable[int]) -> set[int]:
+    """Which of ``seqs`` (messages of ``channel``, looked up by its viewer) are pending
+    requests: one query, for a page of messages."""
+    wanted = list(seqs)
+    if not wanted:
+        return set()
+    rows = _approvals_pending("", channel).filter(seq__in=wanted)
+    return set(rows.values_list("seq", flat=True))
+
+
 def approvals_pending_count(*, viewer: str) -> int:
     """How many requests are pending for ``viewer`` (the dashboard's navigation), counted up
     to APPROVALS_MAX + 1."""

@@ -33,6 +33,7 @@ from channels_app.search import messages_search
 from channels_app.selectors import (
     APPROVAL_REQUEST,
     approvals_pending,
+    approvals_pending_among,
     channel_after_check,
     channel_get,
     channel_list,
@@ -129,7 +130,8 @@ def _shown_messages(
     agent: Agent, channel: Channel, messages: list[Message]
 ) -> list[dict[str, Any]]:
     """The messages as the page shows them: rendered bodies, the sender's kind, the parent a
-    reply quotes (parents off the page are loaded in one query)."""
+    reply quotes (parents off the page are loaded in one query), and whether a request for
+    approval is still pending (one query)."""
     parents_wanted = {m.reply_to for m in messages if m.reply_to is not None}
     on_page = {m.seq: m for m in messages}
     missing = parents_wanted - on_page.keys()
@@ -141,6 +143,9 @@ def _shown_messages(
                 "seq", "sender", "title", "body"
             )
         )
+    pending = approvals_pending_among(
+        channel=channel, seqs=(m.seq for m in messages if m.status == APPROVAL_REQUEST)
+    )
     shown = []
     for message in messages:
         parent = parents.get(message.reply_to) if message.reply_to is not None else None
@@ -153,6 +158,7 @@ def _shown_messages(
                 else None,
                 "kind": message.sender_kind,
                 "relevant": message.is_relevant_to(agent.name),
+                "pending": message.seq in pending,
                 "parent": parent,
                 "parent_excerpt": (parent.body.strip().splitlines() or [""])[0][:160]
                 if parent is not None

@@ -133,3 +133,17 @@ def test_the_page_answers_as_me_and_the_request_leaves_the_list(alice, browser):
     )
     assert (reply.title, reply.body) == ("Approved: Deploy to prod?", "go ahead")
     assert f'id="approval-ops-{seq}"' not in browser.get("/approvals/").content.decode()
+
+
+def test_the_channel_page_points_a_pending_request_to_its_answer(alice, browser):
+    seq = ask(alice)
+    other = ask(alice, "Rotate keys?")
+    link = 'href="/approvals/#approval-ops-{}">Awaiting approval'
+    page = browser.get("/c/ops/").content.decode()
+    assert link.format(seq) in page and link.format(other) in page
+    answer("ops", seq, "bob", "approved")
+    page = browser.get("/c/ops/").content.decode()
+    assert link.format(seq) not in page and link.format(other) in page
+    # The live fragment says the same, in one query for the page's requests.
+    fragment = browser.get("/c/ops/fragment/", {"after": "0"}).content.decode()
+    assert link.format(seq) not in fragment and link.format(other) in fragment
