@@ -206,6 +206,11 @@ AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(10
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
 # with 4408 (a policy close); it reconnects with ?since= and loses nothing.
 AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SECONDS", "20"))
+# The channels one multiplexed websocket (/ws/channels/) may follow at once: each holds a
+# subscription to the channel's group and at most one batch of messages.
+AGENTCHAT_STREAM_MAX_CHANNELS = int(os.environ.get("AGENTCHAT_STREAM_MAX_CHANNELS", "64"))
+if not AGENTCHAT_STREAM_MAX_CHANNELS > 0:
+    raise ImproperlyConfigured("AGENTCHAT_STREAM_MAX_CHANNELS must be an integer > 0")
 # How often each process looks up the tokens of its open waits and websockets, so that a
 # revocation made elsewhere (a command, another process without Redis) ends them in seconds.
 AGENTCHAT_REVOCATION_CHECK_SECONDS = float(

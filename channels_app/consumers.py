@@ -3,6 +3,8 @@ authenticate, parse, call ``channels_app.live`` and render.
 
 - ``ChannelWaitConsumer``: ``GET /api/v1/channels/<name>/wait/?timeout=S&limit=N``.
 - ``ChannelStreamConsumer``: ``/ws/channels/<name>/[?since=N]``.
+- ``ChannelsStreamConsumer``: ``/ws/channels/``, many channels on one connection (subscribe and
+  unsubscribe frames), each a ``message_stream`` as the single channel's.
 
 Both pass the shared ``request_check`` first (the REST lane's Host, Authorization, method and
 Accept rules) and validate everything before they subscribe to anything, so a refused request
@@ -30,10 +32,11 @@ from agentchat.core.asgi_http import (
 )
 from agentchat.core.db import run_db
 from agentchat.core.errors import AppError, error_body, internal_error
+from agentchat.core.revocation import token_watch
 from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
-from agentchat.core.validation import int_parse, number_parse
+from agentchat.core.validation import int_parse, json_loads_strict, number_parse
 from channels_app.live import (
     MessageStream,
     WaitResult,
@@ -47,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 WAIT_PARAMETERS = {"timeout", "limit"}
 STREAM_PARAMETERS = {"since", "token"}
+MUX_PARAMETERS = {"token"}
 # Close codes. Daphne's websocket library lets an application close only with 1000 or a code
 # of 3000-4999, so the policy closes (RFC 6455's 1008) and the server error (1011) are spelled
 # in the private range, after the HTTP status they stand for.
@@ -179,27 +183,309 @@ class ChannelStreamConsumer:
         return cls()
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if (await receive())["type"] != "websocket.connect":
+        handshake = await _handshake(scope, receive, send, STREAM_PARAMETERS)
+        if handshake is None:
             return
+        principal, token_id = handshake
         try:
-            request_check(scope)
-            query = scope_query(scope)
-            _unknown_parameters(query, STREAM_PARAMETERS)
-            since = int_parse(query.get("since"), field="since", code="INVALID_SEQ")
-            principal, token_id = await run_db(websocket_principal, scope)
+            since = int_parse(scope_query(scope).get("since"), field="since", code="INVALID_SEQ")
             channel = await run_db(
                 channel_get, scope["url_route"]["kwargs"]["name"], viewer=principal
             )
-        except AppError:
-            await send({"type": "websocket.close"})  # before accept: the handshake is refused
-            return
-        except Exception:
-            logger.exception("websocket handshake failed")
-            await send({"type": "websocket.close"})
+        except Exception as exc:
+            await _refuse_handshake(send, exc)
             return
         await _stream_session(
             scope, receive, send, channel=channel, viewer=principal, since=since, token_id=token_id
         )
+
+
+async def _handshake(
+    scope: dict[str, Any], receive: Receive, send: Send, parameters: set[str]
+) -> tuple[str, int | None] | None:
+    """The checks every websocket passes before it is accepted: the connect, the shared
+    ``request_check``, no parameter but ``parameters``, a principal. Returns (principal, token
+    id), or None once the handshake is refused."""
+    if (await receive())["type"] != "websocket.connect":
+        return None
+    try:
+        request_check(scope)
+        _unknown_parameters(scope_query(scope), parameters)
+        return await run_db(websocket_principal, scope)
+    except Exception as exc:
+        await _refuse_handshake(send, exc)
+        return None
+
+
+async def _refuse_handshake(send: Send, error: Exception) -> None:
+    """Close before the accept: the handshake is refused (403), never daphne's 500."""
+    if not isinstance(error, AppError):
+        logger.error("websocket handshake failed", exc_info=error)
+    await send({"type": "websocket.close"})
+
+
+class ChannelsStreamConsumer:
+    """``/ws/channels/``: many channels on one connection (an MCP server or an agent following
+    several channels holds one websocket, not one per channel).
+
+    The client sends JSON text frames ``{"op": "subscribe", "channel": name, "since": N}``
+    (``since`` optional: null or absent is from now on) and ``{"op": "unsubscribe", "channel":
+    name}``. A subscribe is answered ``{"type": "subscribed", "channel", "since", "last_seq"}``,
+    then ``{"type": "message", "channel", "message"}`` frames follow with the single channel
+    stream's guarantees (each subscription is a ``message_stream``); an unsubscribe is answered
+    ``{"type": "unsubscribed", "channel"}`` once nothing more of it is sent. A frame that
+    cannot be done gets ``{"type": "error", ["channel",] "error": {...}}`` and the connection
+    goes on: a channel that cannot be seen, one lost from sight (that subscription ends), a
+    subscribe to a channel already followed (INVALID_VALUE), one beyond
+    AGENTCHAT_STREAM_MAX_CHANNELS, a malformed frame, a frame beyond the connection's budget.
+
+    One ``SendWindow`` for the connection: stalled, it closes with 4408; the token revoked, with
+    4401; a server failure, with 4500 (reconnect and resubscribe with ``since``).
+    """
+
+    @classmethod
+    def as_asgi(cls) -> ChannelsStreamConsumer:
+        return cls()
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        handshake = await _handshake(scope, receive, send, MUX_PARAMETERS)
+        if handshake is not None:
+            principal, token_id = handshake
+            await _Multiplexed(scope, send, viewer=principal).run(receive, token_id=token_id)
+
+
+# A client frame of the multiplexed stream: at most this many characters, and at most
+# CLIENT_FRAME_BURST of them at once, refilled at CLIENT_FRAMES_PER_SECOND (a subscribe costs a
+# few reads of the database and the layer; a frame beyond the budget costs nothing but its
+# error frame, sent only while the connection has room).
+CLIENT_FRAME_MAX_CHARS = 4096
+CLIENT_FRAME_BURST = 128
+CLIENT_FRAMES_PER_SECOND = 16.0
+SEQ_MAX = 2**63 - 1
+_COMMAND_FIELDS = {"subscribe": {"op", "channel", "since"}, "unsubscribe": {"op", "channel"}}
+
+
+class _FrameBudget:
+    """A token bucket of client frames: ``take()`` is False once the client sent more than
+    ``burst`` frames faster than ``rate`` a second."""
+
+    def __init__(self, burst: int, rate: float) -> None:
+        self.burst = burst
+        self.rate = rate
+        self.tokens = float(burst)
+        self.at = asyncio.get_running_loop().time()
+
+    def take(self) -> bool:
+        now = asyncio.get_running_loop().time()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+def _command_parse(message: dict[str, Any]) -> tuple[str, str, int | None]:
+    """(op, channel, since) of a client frame. Raises INVALID_VALUE (binary, too big, an
+    unknown op), INVALID_TEXT, INVALID_JSON (not JSON, not an object), JSON_TOO_DEEP,
+    MISSING_FIELD, UNKNOWN_FIELD, INVALID_TYPE (a channel that is no string), INVALID_SEQ."""
+    text = message.get("text")
+    if not isinstance(text, str):
+        raise AppError("INVALID_VALUE", "this stream takes JSON text frames, not binary ones")
+    if len(text) > CLIENT_FRAME_MAX_CHARS:
+        raise AppError(
+            "INVALID_VALUE",
+            f"a frame is at most {CLIENT_FRAME_MAX_CHARS} characters",
+            detail={"limit": CLIENT_FRAME_MAX_CHARS},
+        )
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise AppError("INVALID_TEXT", "the frame is not valid Unicode text") from None
+    command = json_loads_strict(raw)
+    if not isinstance(command, dict):
+        raise AppError("INVALID_JSON", "a frame is a JSON object")
+    if "op" not in command:
+        raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
+    op = command["op"]
+    if not isinstance(op, str) or op not in _COMMAND_FIELDS:
+        raise AppError(
+            "INVALID_VALUE",
+            "op must be subscribe or unsubscribe",
+            detail={"field": "op", "allowed": sorted(_COMMAND_FIELDS)},
+        )
+    _unknown_parameters(command, _COMMAND_FIELDS[op])
+    if "channel" not in command:
+        raise AppError("MISSING_FIELD", "channel is required", detail={"field": "channel"})
+    channel = command["channel"]
+    if not isinstance(channel, str):
+        raise AppError("INVALID_TYPE", "channel must be a string", detail={"field": "channel"})
+    since = command.get("since")
+    if since is not None and (type(since) is not int or not 0 <= since <= SEQ_MAX):
+        raise AppError(
+            "INVALID_SEQ",
+            f"since must be null or an integer from 0 to {SEQ_MAX}",
+            detail={"field": "since"},
+        )
+    return op, channel, since
+
+
+class _Multiplexed:
+    """One multiplexed connection: its subscriptions (a task each, by channel name as the
+    client spelled it), its send window and what ends it."""
+
+    def __init__(self, scope: dict[str, Any], send: Send, *, viewer: str) -> None:
+        self.window = SendWindow(scope)
+        self.send = send
+        self.viewer = viewer
+        self.subscriptions: dict[str, asyncio.Future[None]] = {}
+        # Set by a subscription that must end the connection: too slow, a server failure.
+        self.fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+
+    async def run(self, receive: Receive, *, token_id: int | None) -> None:
+        tasks: list[asyncio.Future[Any]] = []
+        accepted = False
+        try:
+            async with token_watch(token_id) as revoked:
+                await self.send({"type": "websocket.accept"})
+                accepted = True
+                client = asyncio.ensure_future(self._client(receive))
+                revocation = asyncio.ensure_future(revoked.wait())
+                tasks = [client, revocation]
+                await asyncio.wait(
+                    [client, revocation, self.fatal], return_when=asyncio.FIRST_COMPLETED
+                )
+                if revocation.done():
+                    error: BaseException | None = AppError("AUTH_INVALID", "the token was revoked")
+                elif self.fatal.done():
+                    error = self.fatal.result()
+                else:
+                    error = client.exception()
+                    if error is None:
+                        return  # the client closed the connection
+                await _close_for(error, self.send, what="multiplexed stream")
+        except Exception:
+            logger.exception("multiplexed stream failed")
+            refusal = {"type": "websocket.close"}  # before the accept: the handshake is refused
+            await self.send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
+        finally:
+            await tasks_end(tasks)  # the client first: it starts no subscription after this
+            await tasks_end(list(self.subscriptions.values()))
+            self.window.close()
+
+    async def _text(self, frame: dict[str, Any]) -> None:
+        await self.send({"type": "websocket.send", "text": json.dumps(frame)})
+
+    async def _refuse(self, error: AppError, channel: str | None = None) -> None:
+        # An answer to the client's mistake waits for nobody: dropped while the client is not
+        # reading anyway.
+        if not self.window.full:
+            await self.send(
+                {"type": "websocket.send", "text": _error_frame(error, channel=channel)}
+            )
+
+    async def _client(self, receive: Receive) -> None:
+        """Until the client disconnects: do its frames one at a time, within its budget."""
+        budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message["type"] != "websocket.receive":
+                continue
+            if not budget.take():
+                await self._refuse(_TOO_MANY_FRAMES)
+                continue
+            try:
+                op, channel, since = _command_parse(message)
+            except AppError as exc:
+                await self._refuse(exc)
+                continue
+            try:
+                if op == "subscribe":
+                    await self._subscribe(channel, since)
+                else:
+                    await self._unsubscribe(channel)
+            except AppError as exc:
+                await self._refuse(exc, channel)
+
+    async def _subscribe(self, name: str, since: int | None) -> None:
+        """Raises INVALID_VALUE (followed already), STREAM_TOO_MANY_CHANNELS,
+        CHANNEL_NOT_FOUND. Returns once the subscription is answered."""
+        if name in self.subscriptions:
+            raise AppError(
+                "INVALID_VALUE",
+                "this connection follows the channel already: unsubscribe first",
+                detail={"field": "channel"},
+            )
+        limit = settings.AGENTCHAT_STREAM_MAX_CHANNELS
+        if len(self.subscriptions) >= limit:
+            raise AppError(
+                "STREAM_TOO_MANY_CHANNELS",
+                f"a connection follows at most {limit} channels",
+                detail={"limit": limit},
+            )
+        channel = await run_db(channel_get, name, viewer=self.viewer)
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.subscriptions[name] = asyncio.ensure_future(
+            self._follow(name, channel, since, answered)
+        )
+        await answered
+
+    async def _unsubscribe(self, name: str) -> None:
+        """Ends the subscription (none: nothing to end), then answers."""
+        task = self.subscriptions.pop(name, None)
+        if task is not None:
+            await tasks_end([task])
+        await self._text({"type": "unsubscribed", "channel": name})
+
+    async def _follow(
+        self, name: str, channel: Any, since: int | None, answered: asyncio.Future[None]
+    ) -> None:
+        """One subscription: answer it, then stream the channel until it is unsubscribed
+        (cancelled), lost from sight (an error frame) or failing the connection (``fatal``)."""
+        try:
+            try:
+                error = await self._stream(name, channel, since, answered)
+            finally:
+                if self.subscriptions.get(name) is asyncio.current_task():
+                    del self.subscriptions[name]
+            if isinstance(error, AppError) and error.code != "AUTH_INVALID":
+                await self._text({"type": "error", "channel": name, **error_body(error)})
+            elif error is not None and not self.fatal.done():
+                self.fatal.set_result(error)
+        finally:
+            # After the error frame: the client's next frame is answered after this one.
+            if not answered.done():
+                answered.set_result(None)
+
+    async def _stream(
+        self, name: str, channel: Any, since: int | None, answered: asyncio.Future[None]
+    ) -> BaseException | None:
+        """Subscribe, answer, stream; returns what ended the stream."""
+        try:
+            # The revocation is the connection's watch, not each stream's.
+            async with message_stream(channel=channel, viewer=self.viewer, since=since) as stream:
+                await self._text(
+                    {
+                        "type": "subscribed",
+                        "channel": name,
+                        "since": stream.position,
+                        "last_seq": stream.known_last,
+                    }
+                )
+                answered.set_result(None)
+                return await _stream_run(stream, self.window, self.send, channel=name)
+        except Exception as exc:  # CHANNEL_NOT_FOUND on entry: it lost sight meanwhile
+            return exc
+
+
+_TOO_MANY_FRAMES = AppError(
+    "STREAM_TOO_MANY_FRAMES",
+    f"at most {CLIENT_FRAME_BURST} frames at once and {CLIENT_FRAMES_PER_SECOND:g} a second: "
+    "this one was dropped",
+    detail={"burst": CLIENT_FRAME_BURST, "per_second": CLIENT_FRAMES_PER_SECOND},
+)
 
 
 async def _stream_session(
@@ -223,15 +509,12 @@ async def _stream_session(
             # once the client sees the connection open is streamed to it.
             await send({"type": "websocket.accept"})
             accepted = True
-            pump = asyncio.ensure_future(_pump(stream, window, send))
             client = asyncio.ensure_future(_client(receive, window, send))
-            ended = asyncio.ensure_future(stream.ended.wait())
-            tasks = [pump, client, ended]
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            tasks = [client]
+            error = await _stream_run(stream, window, send, until=client)
             if client.done():
                 return  # the client closed the connection
-            error = stream.error if ended.done() else pump.exception()
-            await _close_for(error, send, channel=channel)
+            await _close_for(error, send, what=f"stream of channel {channel.pk}")
     except Exception as exc:
         # CHANNEL_NOT_FOUND on entry: it lost sight of the channel during the handshake.
         if not isinstance(exc, AppError):
@@ -244,9 +527,31 @@ async def _stream_session(
         window.close()
 
 
-async def _close_for(error: BaseException | None, send: Send, *, channel: Any) -> None:
+async def _stream_run(
+    stream: MessageStream,
+    window: SendWindow,
+    send: Send,
+    *,
+    channel: str | None = None,
+    until: asyncio.Future[Any] | None = None,
+) -> BaseException | None:
+    """Send ``stream`` (``_pump``) until it ends, returning what ended it, or until ``until``
+    is done (None). ``stream.ended`` stops it at once, even while the pump waits for room."""
+    pump = asyncio.ensure_future(_pump(stream, window, send, channel=channel))
+    ended = asyncio.ensure_future(stream.ended.wait())
+    try:
+        awaited = [pump, ended] if until is None else [pump, ended, until]
+        await asyncio.wait(awaited, return_when=asyncio.FIRST_COMPLETED)
+        if until is not None and until.done():
+            return None
+        return stream.error if ended.done() else pump.exception()
+    finally:
+        await tasks_end([pump, ended])
+
+
+async def _close_for(error: BaseException | None, send: Send, *, what: str) -> None:
     """Close a stream that ended with ``error``, with the code that tells the client what to
-    do next."""
+    do next (``what`` names the stream in the log)."""
     if isinstance(error, _TooSlow):
         await send({"type": "websocket.close", "code": TOO_SLOW_CLOSE_CODE})
     elif isinstance(error, AppError) and error.code == "AUTH_INVALID":
@@ -255,14 +560,19 @@ async def _close_for(error: BaseException | None, send: Send, *, channel: Any) -
         await send({"type": "websocket.send", "text": _error_frame(error)})
         await send({"type": "websocket.close", "code": ACCESS_LOST_CLOSE_CODE})
     else:
-        logger.error("stream of channel %s failed", channel.pk, exc_info=error)
+        logger.error("%s failed", what, exc_info=error)
         await send({"type": "websocket.close", "code": ERROR_CLOSE_CODE})
 
 
-async def _pump(stream: MessageStream, window: SendWindow, send: Send) -> None:
+async def _pump(
+    stream: MessageStream, window: SendWindow, send: Send, *, channel: str | None = None
+) -> None:
+    """Send what ``stream`` yields at the pace the client reads (``channel``: the name a
+    multiplexed stream's frames carry). Raises _TooSlow once the connection stayed full for
+    AGENTCHAT_STREAM_STALL_SECONDS, and whatever ends the stream."""
     stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
     async for message in stream:
-        await send({"type": "websocket.send", "text": _frame(message)})
+        await send({"type": "websocket.send", "text": _frame(message, channel=channel)})
         if window.full and not await window.room(stall):
             raise _TooSlow
 
@@ -286,10 +596,12 @@ class _TooSlow(Exception):
     pass
 
 
-def _frame(message: dict[str, Any]) -> str:
+def _frame(message: dict[str, Any], *, channel: str | None = None) -> str:
     # ASCII escapes: a frame is text, and stays valid whatever the message holds.
-    return json.dumps({"type": "message", "message": message})
+    named = {} if channel is None else {"channel": channel}
+    return json.dumps({"type": "message", **named, "message": message})
 
 
-def _error_frame(error: AppError) -> str:
-    return json.dumps({"type": "error", **error_body(error)})
+def _error_frame(error: AppError, *, channel: str | None = None) -> str:
+    named = {} if channel is None else {"channel": channel}
+    return json.dumps({"type": "error", **named, **error_body(error)})

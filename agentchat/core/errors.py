@@ -73,6 +73,13 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
     ("FIELD_TOO_LARGE", 413, "one field is over its limit (512 KiB)"),
     ("UNSUPPORTED_MEDIA_TYPE", 415, "the body is not application/json"),
+    # --- the multiplexed websocket (/ws/channels/): error frames
+    (
+        "STREAM_TOO_MANY_CHANNELS",
+        400,
+        "a subscribe beyond the channels one connection may follow (a setting)",
+    ),
+    ("STREAM_TOO_MANY_FRAMES", 429, "a client frame beyond the connection's budget (it refills)"),
     # --- lookups
     ("NOT_FOUND", 404, "no such route or object"),
     ("CHANNEL_NOT_FOUND", 404, "no such channel (or it is members-only and you are no member)"),

@@ -47,19 +47,12 @@ class StuckWindow:
         self.closed = True
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes_it(
-    make_agent, monkeypatch, settings
-):
-    settings.AGENTCHAT_STREAM_STALL_SECONDS = 0.2
-    make_agent("alice")
-    _, token = make_agent("bob")
-    channel = channel_create(name="slow", created_by="alice")
-    for i in range(200):
-        message_post(channel=channel, sender="alice", title=f"m{i}")
+def stuck_windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Connections get a StuckWindow that counts the message frames sent; returns the list
+    that records the size of every batch the streams read."""
     StuckWindow.instances.clear()
     monkeypatch.setattr(consumers, "SendWindow", StuckWindow)
-    fetched = []
+    fetched: list[int] = []
     real_after = live.messages_after_visible
 
     def counting_after(**kwargs):
@@ -70,11 +63,25 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
     monkeypatch.setattr(live, "messages_after_visible", counting_after)
     real_frame = consumers._frame
 
-    def frame(message):
+    def frame(message, **named):
         StuckWindow.instances[-1].sent += 1
-        return real_frame(message)
+        return real_frame(message, **named)
 
     monkeypatch.setattr(consumers, "_frame", frame)
+    return fetched
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes_it(
+    make_agent, monkeypatch, settings
+):
+    settings.AGENTCHAT_STREAM_STALL_SECONDS = 0.2
+    make_agent("alice")
+    _, token = make_agent("bob")
+    channel = channel_create(name="slow", created_by="alice")
+    for i in range(200):
+        message_post(channel=channel, sender="alice", title=f"m{i}")
+    fetched = stuck_windows(monkeypatch)
 
     async def scenario():
         client = WebsocketCommunicator(
