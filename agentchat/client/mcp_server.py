@@ -8,11 +8,12 @@ Resources: each channel the agent can see is ``agentchat://channels/<name>`` (th
 and its last messages) and ``agentchat://channels/<name>/unread`` (the agent's unread
 relevant messages, read without moving the cursor). Both can be subscribed to, through
 ``resources/subscribe`` (protocol versions up to 2025-11-25) or a ``subscriptions/listen``
-stream (2026-07-28). While a channel has a subscriber, the server holds one websocket to the
-AgentChat server for it (``/ws/channels/<name>/``: the server's websockets are per channel),
-opened from the channel's last seq at subscription time, so a message posted after the
-subscription is never missed, and reconnected from the last seq seen when it drops. Each
-message sends ``notifications/resources/updated`` for the channel's resource, and for its
+stream (2026-07-28). While anything is subscribed, the server holds ONE websocket to the
+AgentChat server (the multiplexed ``/ws/channels/``) and subscribes each channel with a
+subscriber on it, from the channel's last seq at subscription time, so a message posted after
+the subscription is never missed; a dropped connection is reconnected with capped backoff and
+every channel subscribed again from the last seq seen (nothing lost, nothing notified twice).
+Each message sends ``notifications/resources/updated`` for the channel's resource, and for its
 unread resource when the message is relevant (a broadcast or addressed to the agent, not its
 own); a read or wait through the tools also updates the unread resource.
 """
@@ -20,6 +21,7 @@ own); a read or wait through the tools also updates the unread resource.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import re
@@ -58,6 +60,7 @@ RECONNECT_FIRST = 0.5
 RECONNECT_MAX = 10.0
 # Close codes after which reconnecting cannot help (README "Live updates").
 WS_FINAL_CLOSES = {4401, 4404}
+STREAM_PATH = "/ws/channels/"  # the multiplexed stream
 INSTRUCTIONS = (
     "AgentChat: channels of markdown messages shared with other agents, tasks under leases, "
     "advisory path locks. `read` moves your cursor, `peek` does not; `wait` blocks until a "
@@ -117,7 +120,12 @@ def args_check(tool: Tool, args: dict[str, Any]) -> str | None:
 
 
 class Hub:
-    """The subscriptions of this MCP server's client and the websockets that serve them."""
+    """The subscriptions of this MCP server's client and the one websocket that serves them.
+
+    ``positions`` holds the channels followed and the last seq seen of each; ``_run`` keeps
+    the connection to the multiplexed stream while it is not empty, (re)subscribing each from
+    its position whenever it connects.
+    """
 
     def __init__(self, client: Client, tasks: anyio.abc.TaskGroup) -> None:
         self.client = client
@@ -128,7 +136,10 @@ class Hub:
         # uri -> legacy sessions subscribed (resources/subscribe); uri -> listen streams count.
         self.sessions: dict[str, set[ServerSession]] = defaultdict(set)
         self.listens: dict[str, int] = defaultdict(int)
-        self.watchers: dict[str, anyio.CancelScope] = {}
+        self.positions: dict[str, int] = {}
+        self.ws: Any = None  # the open connection, once its subscriptions are sent
+        self.runner: anyio.CancelScope | None = None
+        self.connections = 0  # opened so far (a test's probe)
         self.lock = anyio.Lock()
         self.listen = Listen(self)
 
@@ -157,16 +168,20 @@ class Hub:
         cannot be seen."""
         channel, _ = uri_parse(uri)
         async with self.lock:
-            if channel not in self.watchers:
+            if channel not in self.positions:
                 try:
                     detail = await self.call("GET", f"channels/{seg(channel)}/")
                 except ClientError as exc:
                     code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
                     raise MCPError(code, f"{exc.code}: {exc.message}") from exc
                 await self.identity()
-                scope = anyio.CancelScope()
-                self.watchers[channel] = scope
-                self.tasks.start_soon(self._watch, channel, int(detail["last_seq"]), scope)
+                self.positions[channel] = int(detail["last_seq"])
+                await self._send(
+                    {"op": "subscribe", "channel": channel, "since": detail["last_seq"]}
+                )
+                if self.runner is None:
+                    self.runner = anyio.CancelScope()
+                    self.tasks.start_soon(self._run, self.runner)
             if session is None:
                 self.listens[uri] += 1
             else:
@@ -179,8 +194,19 @@ class Hub:
                 self.listens[uri] = max(0, self.listens[uri] - 1)
             else:
                 self.sessions[uri].discard(session)
-            if not self.watched(channel) and channel in self.watchers:
-                self.watchers.pop(channel).cancel()
+            if not self.watched(channel) and self.positions.pop(channel, None) is not None:
+                await self._send({"op": "unsubscribe", "channel": channel})
+                if not self.positions and self.runner is not None:
+                    self.runner.cancel()  # nothing to follow: close the connection
+                    self.runner = None
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        """Send a frame on the open connection, if any (a connection that opens later
+        subscribes what ``positions`` holds then)."""
+        if self.ws is not None:
+            # Closed: the runner reconnects, and subscribes from the positions.
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await self.ws.send(json.dumps(frame))
 
     async def notify(self, uri: str) -> None:
         for session in list(self.sessions.get(uri, ())):
@@ -198,47 +224,75 @@ class Hub:
         if unread:
             await self.notify(unread_uri)
 
-    async def _watch(self, channel: str, since: int, scope: anyio.CancelScope) -> None:
-        """Follow ``channel``'s websocket from ``since`` until cancelled, reconnecting from
-        the last seq seen (the server replays what came meanwhile) with capped backoff."""
+    async def _run(self, scope: anyio.CancelScope) -> None:
+        """Hold the multiplexed stream until cancelled (nothing left to follow), reconnecting
+        with capped backoff; each connection subscribes every channel from its position."""
         delay = RECONNECT_FIRST
-        url = self.client.ws_url(f"/ws/channels/{seg(channel)}/")
+        url = self.client.ws_url(STREAM_PATH)
         headers = {"Authorization": f"Bearer {self.client.token}"} if self.client.token else {}
         with scope:
-            while True:
-                try:
-                    async with websockets.connect(
-                        f"{url}?since={since}",
-                        additional_headers=headers,
-                        max_size=WS_MAX_FRAME,
-                        open_timeout=10,
-                    ) as ws:
-                        delay = RECONNECT_FIRST
-                        async for raw in ws:
-                            since = await self._frame(channel, raw, since)
-                except websockets.ConnectionClosed as exc:
-                    if exc.rcvd is not None and exc.rcvd.code in WS_FINAL_CLOSES:
-                        log.warning("stream of %s closed (%s): not following it", channel, exc)
-                        await self.changed(channel, unread=True)  # a read now tells why
-                        return
-                except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
-                    log.info("stream of %s: %s; reconnecting in %.1fs", channel, exc, delay)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, RECONNECT_MAX)
+            try:
+                while True:
+                    ws = None
+                    try:
+                        async with websockets.connect(
+                            url, additional_headers=headers, max_size=WS_MAX_FRAME, open_timeout=10
+                        ) as ws:
+                            self.connections += 1
+                            async with self.lock:
+                                for channel, since in self.positions.items():
+                                    frame = {"op": "subscribe", "channel": channel, "since": since}
+                                    await ws.send(json.dumps(frame))
+                                self.ws = ws
+                            delay = RECONNECT_FIRST
+                            async for raw in ws:
+                                await self._frame(raw)
+                    except websockets.ConnectionClosed as exc:
+                        if exc.rcvd is not None and exc.rcvd.code in WS_FINAL_CLOSES:
+                            log.warning("the stream closed (%s): not following it", exc)
+                            followed, self.positions = list(self.positions), {}
+                            for channel in followed:
+                                await self.changed(channel, unread=True)  # a read tells why
+                            return
+                        log.info("the stream closed (%s); reconnecting in %.1fs", exc, delay)
+                    except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
+                        log.info("the stream: %s; reconnecting in %.1fs", exc, delay)
+                    finally:
+                        if self.ws is ws:  # (a runner started since may hold another)
+                            self.ws = None
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, RECONNECT_MAX)
+            finally:
+                if self.runner is scope:
+                    self.runner = None
 
-    async def _frame(self, channel: str, raw: str | bytes, since: int) -> int:
+    async def _frame(self, raw: str | bytes) -> None:
         try:
             frame = json.loads(raw)
         except ValueError:
-            return since
-        if not isinstance(frame, dict) or frame.get("type") != "message":
-            return since
+            return
+        if not isinstance(frame, dict) or not isinstance(frame.get("channel"), str):
+            return
+        channel = frame["channel"]
+        since = self.positions.get(channel)
+        if since is None:
+            return  # unsubscribed meanwhile
+        if frame.get("type") == "error":
+            # Out of sight (or beyond the server's limit of channels): not followed any more; a
+            # new subscription checks the channel again.
+            error = frame.get("error") or {}
+            log.warning("stream of %s: %s", channel, error.get("message"))
+            del self.positions[channel]
+            await self.changed(channel, unread=True)  # a read now tells why
+            return
+        if frame.get("type") != "message":
+            return
         message = frame.get("message") or {}
         seq = message.get("seq")
         if not isinstance(seq, int) or seq <= since:
-            return since
+            return
+        self.positions[channel] = seq
         await self.changed(channel, unread=relevant(message, self.me))
-        return seq
 
 
 class Listen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -238,3 +239,123 @@ async def test_listen_subscription_is_notified_within_a_second(world: dict[str, 
                     break
             elapsed = time.monotonic() - started
     assert elapsed < 2.0, elapsed
+
+
+class CountingProxy:
+    """A TCP proxy in front of the live server: counts the websocket handshakes through it
+    (the MCP server's REST calls pass too, uncounted), can cut the open websockets and hold
+    new ones until released."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.opened = 0
+        self.open: set[asyncio.StreamWriter] = set()
+        self.most_open = 0
+        self.released = asyncio.Event()
+        self.released.set()
+        self.held = 0
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = b""
+        while len(head) < 8:
+            chunk = await reader.read(65536)
+            if not chunk:
+                writer.close()
+                return
+            head += chunk
+        websocket = head.startswith(b"GET /ws/")
+        if websocket:
+            self.held += 1
+            await self.released.wait()
+            self.held -= 1
+            self.opened += 1
+            self.open.add(writer)
+            self.most_open = max(self.most_open, len(self.open))
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        up_writer.write(head)
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while chunk := await source.read(65536):
+                    sink.write(chunk)
+                    await sink.drain()
+            except OSError:
+                pass
+            finally:
+                sink.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self.open.discard(writer)
+
+    def cut(self) -> None:
+        """Drop the open websockets; new ones wait for ``release``."""
+        self.released.clear()
+        for writer in list(self.open):
+            writer.transport.abort()
+
+    async def close(self) -> None:
+        self.server.close()
+        for writer in list(self.open):
+            writer.transport.abort()
+
+
+async def test_two_channels_are_followed_over_one_websocket(world: dict[str, Any]) -> None:
+    await http(world, "alice", "POST", "channels/", json={"name": "design"})
+    proxy = CountingProxy(int(world["url"].rsplit(":", 1)[1]))
+    design = "agentchat://channels/design"
+    seen: list[str] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        nonlocal arrived
+        if isinstance(message, types.ResourceUpdatedNotification):
+            seen.append(str(message.params.uri))
+            arrived.set()
+
+    async def notified(uri: str, count: int) -> float:
+        """Seconds until ``uri`` has been notified ``count`` times."""
+        nonlocal arrived
+        started = time.monotonic()
+        with anyio.fail_after(5):
+            while seen.count(uri) < count:
+                arrived = anyio.Event()
+                await arrived.wait()
+        return time.monotonic() - started
+
+    params = server_params({**world, "url": await proxy.start()}, "alice")
+    try:
+        async with McpClient(params, mode="legacy", message_handler=on_message) as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(UNREAD)
+                await client.subscribe_resource(design)
+            post = {"json": {"title": "ping"}}
+            await http(world, "bob", "POST", "channels/review/messages/", **post)
+            review_took = await notified(UNREAD, 1)
+            await http(world, "bob", "POST", "channels/design/messages/", **post)
+            design_took = await notified(design, 1)
+            assert (proxy.opened, proxy.most_open) == (1, 1)
+
+            # The connection drops; what is posted meanwhile is notified once it is back.
+            proxy.cut()
+            await http(world, "bob", "POST", "channels/review/messages/", **post)
+            await http(world, "bob", "POST", "channels/design/messages/", **post)
+            proxy.released.set()
+            await notified(UNREAD, 2)
+            await notified(design, 2)
+            # A later post on each: a replayed duplicate would have come before it.
+            await http(world, "bob", "POST", "channels/review/messages/", **post)
+            await http(world, "bob", "POST", "channels/design/messages/", **post)
+            await notified(UNREAD, 3)
+            await notified(design, 3)
+    finally:
+        await proxy.close()
+    assert seen.count(UNREAD) == 3 and seen.count(design) == 3
+    assert proxy.opened == 2 and proxy.most_open == 1  # one reconnect, never two at once
+    assert review_took < 1.0 and design_took < 1.0, (review_took, design_took)
