@@ -139,7 +139,6 @@ class Hub:
         self.positions: dict[str, int] = {}
         self.ws: Any = None  # the open connection, once its subscriptions are sent
         self.runner: anyio.CancelScope | None = None
-        self.connections = 0  # opened so far (a test's probe)
         self.lock = anyio.Lock()
         self.listen = Listen(self)
 
@@ -238,7 +237,6 @@ class Hub:
                         async with websockets.connect(
                             url, additional_headers=headers, max_size=WS_MAX_FRAME, open_timeout=10
                         ) as ws:
-                            self.connections += 1
                             async with self.lock:
                                 for channel, since in self.positions.items():
                                     frame = {"op": "subscribe", "channel": channel, "since": since}
