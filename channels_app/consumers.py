@@ -60,6 +60,8 @@ REVOKED_CLOSE_CODE = 4401  # the token was revoked: reconnecting with it is refu
 ACCESS_LOST_CLOSE_CODE = 4404
 TOO_SLOW_CLOSE_CODE = 4408  # the connection stayed full: reconnect with ?since=<last seq seen>
 ERROR_CLOSE_CODE = 4500  # the server failed; reconnect with ?since=
+# The client kept sending frames beyond its budget (a flood): closed rather than read on.
+FLOODING_CLOSE_CODE = 4429
 
 
 def parse_timeout(raw: str | None) -> float:
@@ -239,8 +241,11 @@ class ChannelsStreamConsumer:
     subscribe to a channel already followed (INVALID_VALUE), one beyond
     AGENTCHAT_STREAM_MAX_CHANNELS, a malformed frame, a frame beyond the connection's budget.
 
-    One ``SendWindow`` for the connection: stalled, it closes with 4408; the token revoked, with
-    4401; a server failure, with 4500 (reconnect and resubscribe with ``since``).
+    One ``SendWindow`` for the connection: the channels' frames go out one at a time through
+    one gate, each only while there is room, and no client frame is taken while it is full;
+    stalled, it closes with 4408; a flood of frames over the budget, with 4429; the token
+    revoked, with 4401; a server failure, with 4500 (reconnect and resubscribe with
+    ``since``).
     """
 
     @classmethod
@@ -267,21 +272,30 @@ _COMMAND_FIELDS = {"subscribe": {"op", "channel", "since"}, "unsubscribe": {"op"
 
 class _FrameBudget:
     """A token bucket of client frames: ``take()`` is False once the client sent more than
-    ``burst`` frames faster than ``rate`` a second."""
+    ``burst`` frames faster than ``rate`` a second. ``flooding`` once more than ``burst``
+    frames in a row were over the budget: the connection is then closed (4429), so a flood
+    costs the server one cheap check per frame, ``burst`` times, and no more."""
 
     def __init__(self, burst: int, rate: float) -> None:
         self.burst = burst
         self.rate = rate
         self.tokens = float(burst)
         self.at = asyncio.get_running_loop().time()
+        self.over = 0  # frames over the budget since the last one taken
+
+    @property
+    def flooding(self) -> bool:
+        return self.over > self.burst
 
     def take(self) -> bool:
         now = asyncio.get_running_loop().time()
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
         self.at = now
         if self.tokens < 1:
+            self.over += 1
             return False
         self.tokens -= 1
+        self.over = 0
         return True
 
 
@@ -339,7 +353,12 @@ class _Multiplexed:
         self.send = send
         self.viewer = viewer
         self.subscriptions: dict[str, asyncio.Future[None]] = {}
-        # Set by a subscription that must end the connection: too slow, a server failure.
+        # One message frame at a time for the whole connection, each sent only while it has
+        # room (``_pump``): however many channels it follows, the connection holds at most one
+        # frame beyond its buffer.
+        self.gate = asyncio.Lock()
+        # Set by a subscription (or the client's loop) that must end the connection: too slow,
+        # a server failure.
         self.fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
 
     async def run(self, receive: Receive, *, token_id: int | None) -> None:
@@ -369,31 +388,48 @@ class _Multiplexed:
             refusal = {"type": "websocket.close"}  # before the accept: the handshake is refused
             await self.send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
         finally:
-            await tasks_end(tasks)  # the client first: it starts no subscription after this
-            await tasks_end(list(self.subscriptions.values()))
-            self.window.close()
+            try:
+                await tasks_end(tasks)  # the client first: it starts no subscription after this
+            finally:
+                try:
+                    await tasks_end(list(self.subscriptions.values()))
+                finally:
+                    self.window.close()
 
     async def _text(self, frame: dict[str, Any]) -> None:
         await self.send({"type": "websocket.send", "text": json.dumps(frame)})
 
     async def _refuse(self, error: AppError, channel: str | None = None) -> None:
-        # An answer to the client's mistake waits for nobody: dropped while the client is not
-        # reading anyway.
+        # An answer to a frame the client should not have sent (malformed, over its budget)
+        # waits for nobody: dropped while the client is not reading anyway.
         if not self.window.full:
             await self.send(
                 {"type": "websocket.send", "text": _error_frame(error, channel=channel)}
             )
 
+    def _fail(self, error: BaseException) -> None:
+        if not self.fatal.done():
+            self.fatal.set_result(error)
+
     async def _client(self, receive: Receive) -> None:
-        """Until the client disconnects: do its frames one at a time, within its budget."""
+        """Until the client disconnects: do its frames one at a time, within its budget. While
+        the connection is full no frame is taken (the client's own sends back up); full for
+        AGENTCHAT_STREAM_STALL_SECONDS, the connection is closed as too slow (4408)."""
         budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)
+        stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
         while True:
+            if self.window.full and not await self.window.room(stall):
+                self._fail(_TooSlow())
+                return
             message = await receive()
             if message["type"] == "websocket.disconnect":
                 return
             if message["type"] != "websocket.receive":
                 continue
             if not budget.take():
+                if budget.flooding:
+                    self._fail(_Flooding())
+                    return
                 await self._refuse(_TOO_MANY_FRAMES)
                 continue
             try:
@@ -407,7 +443,8 @@ class _Multiplexed:
                 else:
                     await self._unsubscribe(channel)
             except AppError as exc:
-                await self._refuse(exc, channel)
+                # The answer to a request (never dropped: the loop takes no frame while full).
+                await self._text({"type": "error", "channel": channel, **error_body(exc)})
 
     async def _subscribe(self, name: str, since: int | None) -> None:
         """Raises INVALID_VALUE (followed already), STREAM_TOO_MANY_CHANNELS,
@@ -451,9 +488,12 @@ class _Multiplexed:
                 if self.subscriptions.get(name) is asyncio.current_task():
                     del self.subscriptions[name]
             if isinstance(error, AppError) and error.code != "AUTH_INVALID":
-                await self._text({"type": "error", "channel": name, **error_body(error)})
-            elif error is not None and not self.fatal.done():
-                self.fatal.set_result(error)
+                try:
+                    await self._text({"type": "error", "channel": name, **error_body(error)})
+                except Exception as exc:  # the connection failed: it ends
+                    self._fail(exc)
+            elif error is not None:
+                self._fail(error)
         finally:
             # After the error frame: the client's next frame is answered after this one.
             if not answered.done():
@@ -475,7 +515,9 @@ class _Multiplexed:
                     }
                 )
                 answered.set_result(None)
-                return await _stream_run(stream, self.window, self.send, channel=name)
+                return await _stream_run(
+                    stream, self.window, self.send, channel=name, gate=self.gate
+                )
         except Exception as exc:  # CHANNEL_NOT_FOUND on entry: it lost sight meanwhile
             return exc
 
@@ -513,6 +555,9 @@ async def _stream_session(
             tasks = [client]
             error = await _stream_run(stream, window, send, until=client)
             if client.done():
+                flood = None if client.cancelled() else client.exception()
+                if isinstance(flood, _Flooding):
+                    await _close_for(flood, send, what=f"stream of channel {channel.pk}")
                 return  # the client closed the connection
             await _close_for(error, send, what=f"stream of channel {channel.pk}")
     except Exception as exc:
@@ -523,8 +568,10 @@ async def _stream_session(
         refusal = {"type": "websocket.close"}
         await send({**refusal, "code": ERROR_CLOSE_CODE} if accepted else refusal)
     finally:
-        await tasks_end(tasks)
-        window.close()
+        try:
+            await tasks_end(tasks)
+        finally:
+            window.close()
 
 
 async def _stream_run(
@@ -534,10 +581,14 @@ async def _stream_run(
     *,
     channel: str | None = None,
     until: asyncio.Future[Any] | None = None,
+    gate: asyncio.Lock | None = None,
 ) -> BaseException | None:
     """Send ``stream`` (``_pump``) until it ends, returning what ended it, or until ``until``
-    is done (None). ``stream.ended`` stops it at once, even while the pump waits for room."""
-    pump = asyncio.ensure_future(_pump(stream, window, send, channel=channel))
+    is done (None). ``stream.ended`` stops it at once, even while the pump waits for room.
+    ``gate``: the connection's, when several streams share it."""
+    pump = asyncio.ensure_future(
+        _pump(stream, window, send, channel=channel, gate=gate or asyncio.Lock())
+    )
     ended = asyncio.ensure_future(stream.ended.wait())
     try:
         awaited = [pump, ended] if until is None else [pump, ended, until]
@@ -554,6 +605,8 @@ async def _close_for(error: BaseException | None, send: Send, *, what: str) -> N
     do next (``what`` names the stream in the log)."""
     if isinstance(error, _TooSlow):
         await send({"type": "websocket.close", "code": TOO_SLOW_CLOSE_CODE})
+    elif isinstance(error, _Flooding):
+        await send({"type": "websocket.close", "code": FLOODING_CLOSE_CODE})
     elif isinstance(error, AppError) and error.code == "AUTH_INVALID":
         await send({"type": "websocket.close", "code": REVOKED_CLOSE_CODE})
     elif isinstance(error, AppError):  # CHANNEL_NOT_FOUND: it lost sight of the channel
@@ -565,16 +618,26 @@ async def _close_for(error: BaseException | None, send: Send, *, what: str) -> N
 
 
 async def _pump(
-    stream: MessageStream, window: SendWindow, send: Send, *, channel: str | None = None
+    stream: MessageStream,
+    window: SendWindow,
+    send: Send,
+    *,
+    gate: asyncio.Lock,
+    channel: str | None = None,
 ) -> None:
     """Send what ``stream`` yields at the pace the client reads (``channel``: the name a
-    multiplexed stream's frames carry). Raises _TooSlow once the connection stayed full for
-    AGENTCHAT_STREAM_STALL_SECONDS, and whatever ends the stream."""
+    multiplexed stream's frames carry), one frame at a time through ``gate``: a frame is sent
+    and, when it filled the connection, the gate held until there is room again. Raises
+    _TooSlow once the connection stayed full for AGENTCHAT_STREAM_STALL_SECONDS, and whatever
+    ends the stream."""
     stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
     async for message in stream:
-        await send({"type": "websocket.send", "text": _frame(message, channel=channel)})
-        if window.full and not await window.room(stall):
-            raise _TooSlow
+        async with gate:
+            if window.full and not await window.room(stall):
+                raise _TooSlow  # another stream of the connection filled it
+            await send({"type": "websocket.send", "text": _frame(message, channel=channel)})
+            if window.full and not await window.room(stall):
+                raise _TooSlow
 
 
 _NO_CLIENT_FRAMES = AppError("INVALID_VALUE", "this stream takes no messages from the client")
@@ -582,17 +645,29 @@ _NO_CLIENT_FRAMES = AppError("INVALID_VALUE", "this stream takes no messages fro
 
 async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
     """Until the client disconnects: every frame it sends (the stream takes none) gets an error
-    frame, unless its connection is full anyway."""
+    frame, unless its connection is full anyway or the frame is over the client's budget.
+    Raises _Flooding (the connection is then closed, 4429) for a flood of frames."""
     frame = _error_frame(_NO_CLIENT_FRAMES)
+    budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)
     while True:
         message = await receive()
         if message["type"] == "websocket.disconnect":
             return
-        if message["type"] == "websocket.receive" and not window.full:
+        if message["type"] != "websocket.receive":
+            continue
+        if not budget.take():
+            if budget.flooding:
+                raise _Flooding
+            continue
+        if not window.full:
             await send({"type": "websocket.send", "text": frame})
 
 
 class _TooSlow(Exception):
+    pass
+
+
+class _Flooding(Exception):
     pass
 
 

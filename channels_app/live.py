@@ -461,17 +461,29 @@ async def message_stream(
             tasks.append(asyncio.ensure_future(_revocation(revoked, stream)))
             yield stream
     finally:
-        await tasks_end(tasks)
-        await asyncio.shield(inbox_close(layer, inbox, [group]))
+        try:
+            await tasks_end(tasks)
+        finally:
+            await asyncio.shield(inbox_close(layer, inbox, [group]))
 
 
 async def tasks_end(tasks: list[asyncio.Future[Any]]) -> None:
-    """Cancel ``tasks`` and wait until each has ended, whatever it ended with."""
+    """Cancel ``tasks`` and wait until each has ended, whatever it ended with. A cancellation
+    of the caller meanwhile does not cut the wait short (nothing is left running), and is
+    raised once every task has ended: the caller stops as it was asked to."""
     for task in tasks:
         task.cancel()
+    cancelled = False
     for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        while not task.done():
+            try:
+                await asyncio.wait([task])
+            except asyncio.CancelledError:
+                cancelled = True
+        if not task.cancelled():
+            task.exception()  # retrieved: whatever it ended with is the caller's to ignore
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 async def _rings(layer: Any, inbox: str, stream: MessageStream) -> None:

@@ -125,3 +125,40 @@ def test_entering_for_a_channel_the_viewer_cannot_see_subscribes_nothing(room):
 
     before, after = asyncio.run(scenario())
     assert after == before
+
+
+def test_tasks_end_waits_for_every_task_then_passes_the_callers_cancellation_on():
+    """A caller cancelled while ``tasks_end`` waits still sees every task end (nothing is
+    left running), then stops as it was asked to: the cancellation is not swallowed."""
+    from channels_app.live import tasks_end
+
+    async def scenario():
+        released = asyncio.Event()
+        ended: list[str] = []
+
+        async def slow_to_end():
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await asyncio.shield(released.wait())  # its clean-up takes a while
+                ended.append("task")
+
+        task = asyncio.ensure_future(slow_to_end())
+        await asyncio.sleep(0)
+        after: list[str] = []
+
+        async def caller():
+            await tasks_end([task])
+            after.append("went on")  # must not happen: it was cancelled
+
+        waiting = asyncio.ensure_future(caller())
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        await asyncio.sleep(0.01)
+        assert not waiting.done()  # still waiting for the task to end
+        released.set()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return ended, after
+
+    assert asyncio.run(scenario()) == (["task"], [])
