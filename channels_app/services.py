@@ -887,6 +887,8 @@ def channel_import(
             Channel.objects.filter(pk=channel.pk).update(**fields)
             for field, value in fields.items():
                 setattr(channel, field, value)
+        # Once the import commits (a rolled-back import rings nothing).
+        push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
     return channel
 
 

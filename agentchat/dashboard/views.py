@@ -412,10 +412,13 @@ ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
 @login_required
 @require_http_methods(["GET"])
 def approvals(request: HttpRequest) -> HttpResponse:
-    """The pending approval requests across the channels I may see, each with Approve and
-    Reject (and an optional comment)."""
+    """The pending approval requests across the channels I may see (or of ``?channel=``), each
+    with Approve and Reject (and an optional comment)."""
     agent = human_agent(request.user)
-    pending, more = approvals_pending(viewer=agent.name, limit=PAGE_MESSAGES * 4)
+    channel = None
+    if "channel" in request.GET:
+        agent, channel = _channel_or_404(request, request.GET["channel"])
+    pending, more = approvals_pending(viewer=agent.name, limit=PAGE_MESSAGES * 4, channel=channel)
     shown = []
     for message in pending:
         shown.append(
@@ -428,7 +431,9 @@ def approvals(request: HttpRequest) -> HttpResponse:
             }
         )
     return render(
-        request, "dashboard/approvals.html", {"agent": agent, "pending": shown, "more": more}
+        request,
+        "dashboard/approvals.html",
+        {"agent": agent, "pending": shown, "more": more, "channel": channel},
     )
 
 

@@ -566,13 +566,23 @@ def _markers_read(
                 detail={"file": channel_dir.path, "limit": MAX_RECORDS},
             )
         owner = _agent_for_slug(plan, senders, match.group(2))
+        plan.markers.append(
+            (where, f"task-{match.group(1)}.md", owner, _marker_text(channel_dir, entry))
+        )
+
+
+def _marker_text(channel_dir: Dir, entry: reading.Entry) -> str:
+    """A claimed marker's text, kept for the sync to write back. The reference renames the
+    file whatever it holds, so a text that cannot be kept (over MARKER_MAX_BYTES, not UTF-8, a
+    NUL) never refuses the import: the claim is kept with an empty text."""
+    if entry.kind != "file":
+        return ""
+    try:
         raw, _ = reading.file_read(channel_dir, entry.name, limit=MARKER_MAX_BYTES)
-        text = reading.text_decode(raw, where)
-        if "\x00" in text:
-            raise AppError(
-                "IMPORT_UNREADABLE", f"{where}: holds a NUL character", detail={"file": where}
-            )
-        plan.markers.append((where, f"task-{match.group(1)}.md", owner, text))
+        text = raw.decode("utf-8")
+    except (AppError, UnicodeDecodeError):
+        return ""
+    return "" if "\x00" in text else text
 
 
 def _tasks_read(plan: ChannelPlan, channel_dir: Dir) -> None:

@@ -138,7 +138,7 @@ def test_the_page_answers_as_me_and_the_request_leaves_the_list(alice, browser):
 def test_the_channel_page_points_a_pending_request_to_its_answer(alice, browser):
     seq = ask(alice)
     other = ask(alice, "Rotate keys?")
-    link = 'href="/approvals/#approval-ops-{}">Awaiting approval'
+    link = 'href="/approvals/?channel=ops#approval-ops-{}">Awaiting approval'
     page = browser.get("/c/ops/").content.decode()
     assert link.format(seq) in page and link.format(other) in page
     answer("ops", seq, "bob", "approved")
@@ -147,3 +147,14 @@ def test_the_channel_page_points_a_pending_request_to_its_answer(alice, browser)
     # The live fragment says the same, in one query for the page's requests.
     fragment = browser.get("/c/ops/fragment/", {"after": "0"}).content.decode()
     assert link.format(seq) not in fragment and link.format(other) in fragment
+
+
+def test_the_approvals_page_of_one_channel(alice, api_for, browser):
+    seq = ask(alice)
+    api_for("bob").post("/api/v1/channels/", {"name": "dev"}, format="json")
+    other = ask(api_for("bob"), "Merge?", channel="dev")
+    page = browser.get("/approvals/", {"channel": "ops"}).content.decode()
+    assert f'id="approval-ops-{seq}"' in page and f'id="approval-dev-{other}"' not in page
+    assert "Pending approvals in ops" in page
+    for hidden in ("nope", "", "ops%0A", "%ED%A0%80", "o%00ps"):  # %ED%A0%80: a lone surrogate
+        assert browser.get(f"/approvals/?channel={hidden}").status_code == 404

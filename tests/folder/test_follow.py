@@ -147,3 +147,32 @@ def test_follow_is_rung_by_the_redis_layer(transactional_db, make_agent, tmp_pat
         code, _, err = stopped(proc, signal.SIGTERM)
         server.stop()
     assert code == 0, err
+
+
+def test_follow_on_redis_is_rung_by_an_import(transactional_db, tmp_path: Path) -> None:
+    """A reference folder imported (by another process) while the follower runs on Redis is
+    synced at once: the import's channels ring the roster group when it commits."""
+    from tests.folder.test_import import extract
+
+    url = redis_url_for_tests()
+    require_service("Redis", redis_reachable(url), f"no Redis at {url}")
+    root = tmp_path / "root"
+    source = extract(tmp_path / "source")
+    proc = follower(root, "--poll", "3600", "--interval", "3600", extra_env={"REDIS_URL": url})
+    try:
+        wait_until(lambda: (root / ".agentchat-sync").is_dir(), what="first sync")
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "import_folder", "--root", str(source)],
+            cwd=ROOT,
+            env={**env(), "REDIS_URL": url},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        wait_until(lambda: (root / "backend" / "_meta.json").exists(), what="imported channel")
+        wait_until(lambda: (root / "design" / "_meta.json").exists(), what="imported channel")
+    finally:
+        code, _, err = stopped(proc, signal.SIGTERM)
+    assert code == 0, err

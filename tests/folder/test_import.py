@@ -678,10 +678,13 @@ def test_a_claimed_markers_text_is_kept_and_a_nul_in_it_refused(ref_root):
     )
 
 
-def test_a_claimed_marker_holding_a_nul_imports_nothing(ref_root):
-    _write("backend/task-x.CLAIMED-bob.md", "bad\x00text")(ref_root)
-    with pytest.raises(
-        CommandError, match=r"^IMPORT_UNREADABLE: backend/task-x\.CLAIMED-bob\.md: holds a NUL"
-    ):
-        import_folder(ref_root)
-    assert not Channel.objects.exists()
+def test_a_claimed_marker_whose_text_cannot_be_kept_is_still_a_claim(ref_root):
+    """The reference renames a marker whatever it holds: a NUL, bytes that are not UTF-8 or a
+    text over 64 KiB refuse nothing; the claim is kept, its text empty."""
+    _write("backend/task-nul.CLAIMED-bob.md", "bad\x00text")(ref_root)
+    (ref_root / "backend/task-bin.CLAIMED-bob.md").write_bytes(b"\xff\xfe")
+    _write("backend/task-big.CLAIMED-bob.md", "x" * (importer.MARKER_MAX_BYTES + 1))(ref_root)
+    import_folder(ref_root)
+    texts = dict(MarkerClaim.objects.values_list("marker", "text"))
+    assert texts["task-nul.md"] == texts["task-bin.md"] == texts["task-big.md"] == ""
+    assert texts["task-runbook.md"] == "Update the runbook for payments v2.\n"
