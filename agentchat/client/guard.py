@@ -187,10 +187,14 @@ def settings_resolve(
 
 
 def hooks_dir(repo: Path) -> Path:
-    """The repository's hooks folder (``core.hooksPath`` when set), made if missing."""
-    top = Path(git(repo, "rev-parse", "--show-toplevel").decode().strip())
-    raw = git(repo, "rev-parse", "--git-path", "hooks").decode().strip()
-    path = Path(raw) if os.path.isabs(raw) else top / raw
+    """The repository's hooks folder (``core.hooksPath`` when set), made if missing.
+
+    Asked as an absolute path: git prints ``--git-path`` relative to the current folder, so
+    joining it to the top folder went wrong from a subfolder (git >= 2.31)."""
+    raw = git(repo, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+    path = Path(os.fsdecode(raw.rstrip(b"\n")))
+    if not path.is_absolute():
+        raise GuardError(f"git gave a relative hooks folder {str(path)!r} (git >= 2.31 needed)")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -152,3 +152,32 @@ def test_install_needs_a_channel(world: dict[str, Any]) -> None:
 
 def test_file_names_with_glob_characters_are_checked_literally() -> None:
     assert literal("docs/a[1]*?.md") == "docs/a[[]1[]][*][?].md"
+
+
+def test_install_from_a_subfolder_writes_the_repositorys_hook(world: dict[str, Any]) -> None:
+    # `git rev-parse --git-path hooks` is relative to the cwd, not to the top folder.
+    sub = world["repo"] / "a" / "b"
+    sub.mkdir(parents=True)
+    done = run(
+        [sys.executable, "-m", "agentchat.client.guard", "install", "--channel", "work"],
+        sub,
+        world["env"],
+    )
+    assert done.returncode == 0, done.stderr
+    hook = world["repo"] / ".git" / "hooks" / "pre-commit"
+    assert MARKER in hook.read_text()
+    assert str(hook) in done.stdout
+    assert not (world["repo"].parent / ".git").exists()
+    assert commit(world).returncode != 0  # the hook runs: bob's lock refuses the commit
+
+
+def test_install_from_a_subfolder_respects_core_hooks_path(world: dict[str, Any]) -> None:
+    env = world["env"]
+    assert run(["git", "config", "core.hooksPath", "githooks"], world["repo"], env).returncode == 0
+    sub = world["repo"] / "src"
+    done = run(
+        [sys.executable, "-m", "agentchat.client.guard", "install", "--channel", "work"], sub, env
+    )
+    assert done.returncode == 0, done.stderr
+    assert MARKER in (world["repo"] / "githooks" / "pre-commit").read_text()
+    assert not (sub / "githooks").exists()
