@@ -1,7 +1,7 @@
 """A small synchronous HTTP client of the REST API (``/api/v1/``).
 
 ``Client(url, token).request(method, path, json=..., params=...)`` returns the answer's JSON
-body (or its text, for a non-JSON answer such as ``state/?format=md``) or raises
+body (or its text, when another type is asked for, such as ``state/`` as Markdown) or raises
 ``ClientError`` with the server's stable code, message and detail; what goes wrong before an
 answer (no server, a dropped connection, a timeout) is a ``ClientError`` of the client's own
 codes, with a one-line hint of what to do.
@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from agentchat.client.config import Config
-from agentchat.client.errors import ClientError
+from agentchat.client.errors import ClientError, one_line
 
 API_ROOT = "/api/v1/"
 CONNECT_TIMEOUT = 5.0
@@ -92,9 +92,10 @@ class Client:
     ) -> Any:
         """Send one request; ``path`` is under ``/api/v1/`` unless it starts with ``/``.
 
-        Returns the JSON body (None for an empty one) or, when the answer is not JSON or
-        ``raw`` is set, its text as the server sent it. Raises ``ClientError``: the server's
-        code for an error body, ``BAD_RESPONSE`` for an answer that is no AgentChat body,
+        Returns the JSON body (None for an empty one) or, when ``raw`` is set or ``accept``
+        asks for another type, its text as the server sent it. Raises ``ClientError``: the
+        server's code for an error body, ``BAD_RESPONSE`` for an answer that is no AgentChat
+        body (a redirect, which is not followed; a non-JSON answer where JSON is asked for),
         ``SERVER_UNREACHABLE`` / ``SERVER_TIMEOUT`` (``transient``) when no answer came,
         ``INVALID_TEXT`` for an argument that is not valid text (it is never sent)."""
         full = path if path.startswith("/") else API_ROOT + path
@@ -136,7 +137,7 @@ class Client:
                 f"the connection to {self.url} failed during {method} {full}: {_reason(exc)}",
                 transient=True,
             ) from exc
-        return self._answer(response, raw)
+        return self._answer(response, raw, accept)
 
     def _unreachable(self, reason: str) -> ClientError:
         where = f"; the URL came from {self.url_source}" if self.url_source else ""
@@ -147,13 +148,33 @@ class Client:
             transient=True,
         )
 
-    def _answer(self, response: httpx.Response, raw: bool) -> Any:
+    def _answer(self, response: httpx.Response, raw: bool, accept: str) -> Any:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         is_json = kind == "application/json" or kind.endswith("+json")
-        if response.status_code >= 400:
+        status = response.status_code
+        if status >= 400:
             raise self._error(response, is_json)
+        if 300 <= status < 400:
+            # Redirects are not followed (a token must not travel to another host): an
+            # answer of the API is never one, so the URL is not the server's root.
+            where = one_line(response.headers.get("location", ""))[:200]
+            raise ClientError(
+                "BAD_RESPONSE",
+                f"the server at {self.url} answered HTTP {status} (a redirect"
+                + (f" to {where}" if where else "")
+                + "): is the URL the AgentChat server's root?",
+                status=status,
+            )
         if not response.content:
             return None
+        if not is_json and _wants_json(accept):
+            raise ClientError(
+                "BAD_RESPONSE",
+                f"the server at {self.url} answered HTTP {status} with "
+                f"{one_line(kind)[:100] or 'no content type'}, not JSON (is the URL the "
+                "AgentChat server's root?)",
+                status=status,
+            )
         if raw or not is_json:
             return response.text
         try:
@@ -190,6 +211,12 @@ class Client:
         elif code == "CHANNEL_NOT_FOUND":
             message = f"{message} ({CHANNEL_HINT})"
         return ClientError(code, message, detail, status=status, transient=status == 503)
+
+
+def _wants_json(accept: str) -> bool:
+    """Whether an ``Accept`` header asks for JSON only (then any other answer is wrong)."""
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return bool(kinds) and all(k == "application/json" or k.endswith("+json") for k in kinds)
 
 
 def _param(value: Any) -> str:

@@ -122,8 +122,15 @@ def check(settings: Settings, *, url: str | None = None, token: str | None = Non
         with Client.from_config(config) as client:
             me = client.request("GET", "me/")["name"]
             conflicts, notes = conflicts_of(client, settings.channel, paths)
-    except ClientError as exc:
-        why = f"cannot check path locks in channel {settings.channel!r}: {exc.code}: {exc.message}"
+    except Exception as exc:
+        # A hook must never die with a traceback: anything unexpected (an odd answer the
+        # client let through) is "cannot check", failing open or closed as configured.
+        reason = (
+            f"{exc.code}: {exc.message}"
+            if isinstance(exc, ClientError)
+            else f"unexpected {type(exc).__name__}: {exc}"
+        )
+        why = f"cannot check path locks in channel {settings.channel!r}: {reason}"
         if settings.fail_closed:
             print(PREFIX + one_line(why) + " — refusing the commit (fail-closed).", file=sys.stderr)
             print(PREFIX + "commit with --no-verify to skip the check.", file=sys.stderr)

@@ -172,3 +172,23 @@ def test_text_answers_are_returned_as_text():
 
     with _client(handler) as client:
         assert client.request("GET", "channels/x/state/", accept="text/markdown") == "# State"
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "text", "fragment"),
+    [
+        (302, {"location": "http://elsewhere/login/"}, "", "HTTP 302 (a redirect to http"),
+        (301, {}, "moved", "HTTP 301 (a redirect)"),
+        (200, {"content-type": "text/html"}, "<html>login</html>", "text/html, not JSON"),
+        (200, {}, "ok", "no content type, not JSON"),
+    ],
+)
+def test_a_redirect_or_a_non_json_answer_is_a_bad_response(status, headers, text, fragment):
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, content=text.encode(), headers=headers)
+
+    for raw in (False, True):
+        with _client(handler) as client, pytest.raises(ClientError) as caught:
+            client.request("GET", "me/", raw=raw)
+        assert (caught.value.code, caught.value.status) == ("BAD_RESPONSE", status)
+        assert fragment in caught.value.message

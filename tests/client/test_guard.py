@@ -7,6 +7,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +184,77 @@ def test_install_from_a_subfolder_respects_core_hooks_path(world: dict[str, Any]
     assert done.returncode == 0, done.stderr
     assert MARKER in (world["repo"] / "githooks" / "pre-commit").read_text()
     assert not (sub / "githooks").exists()
+
+
+class OddServer(BaseHTTPRequestHandler):
+    """Answers every request as ``self.server.answer`` says: (status, headers, body)."""
+
+    def do_GET(self) -> None:
+        status, headers, body = self.server.answer  # type: ignore[attr-defined]
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def odd_server() -> Iterator[ThreadingHTTPServer]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OddServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+ODD_ANSWERS = {
+    "redirect": (302, {"Location": "/login/"}, b""),
+    "html": (200, {"Content-Type": "text/html"}, b"<html>a login page</html>"),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(ODD_ANSWERS))
+@pytest.mark.parametrize("closed", [False, True])
+def test_an_answer_that_is_not_the_servers_is_cannot_check(
+    world: dict[str, Any], odd_server: ThreadingHTTPServer, answer: str, closed: bool
+) -> None:
+    odd_server.answer = ODD_ANSWERS[answer]  # type: ignore[attr-defined]
+    flags = ["--fail-closed"] if closed else []
+    assert guard(world, "install", "--channel", "work", *flags).returncode == 0
+    url = f"http://127.0.0.1:{odd_server.server_address[1]}"
+    done = commit(world, {**world["env"], "AGENT_CHAT_URL": url})
+    assert "Traceback" not in done.stderr
+    assert "cannot check path locks in channel 'work': BAD_RESPONSE" in done.stderr
+    if closed:
+        assert done.returncode != 0 and "refusing the commit (fail-closed)" in done.stderr
+        assert head(world) == 0
+    else:
+        assert done.returncode == 0 and "committing anyway (fail-open)" in done.stderr
+        assert head(world) == 1
+
+
+def test_an_unexpected_exception_is_cannot_check(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentchat.client import guard as guard_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("conflicts")
+
+    monkeypatch.chdir(world["repo"])
+    monkeypatch.setattr(guard_module, "conflicts_of", broken)
+    settings = guard_module.Settings(channel="work", warn=False, fail_closed=True)
+    token = world["tokens"]["alice"]
+    assert guard_module.check(settings, url=world["url"], token=token) == 1
+    assert "unexpected KeyError" in capsys.readouterr().err
+    settings = guard_module.Settings(channel="work", warn=False, fail_closed=False)
+    assert guard_module.check(settings, url=world["url"], token=token) == 0
+    assert "committing anyway (fail-open)" in capsys.readouterr().err
