@@ -4,11 +4,13 @@
 respected); it runs ``guard check``, which asks the server which locks of the configured
 channel overlap the staged paths (added, changed, deleted, both sides of a rename) and refuses
 the commit when one is held, unexpired, by another agent, naming the path, the holder and the
-expiry. ``--warn`` prints the same and lets the commit through. When the check cannot be made
-(no server, a bad token, an unknown channel), the hook lets the commit through with a message
-(fail open) unless installed with ``--fail-closed``. Paths in the repository are taken as the
-lock paths (the workspace is the repository's top folder). Locks stay advisory: ``git commit
---no-verify`` skips the hook.
+expiry. A staged name that cannot be checked (not UTF-8, or refused as a lock path) is
+named on stderr and skipped; the others are still checked. ``--warn`` prints the same and lets
+the commit through. When the check cannot be made (no server, a bad token, an unknown channel,
+an answer that is not the server's, anything unexpected), the hook lets the commit through
+with a message (fail open) unless installed with ``--fail-closed``. Paths in the repository
+are taken as the lock paths (the workspace is the repository's top folder). Locks stay
+advisory: ``git commit --no-verify`` skips the hook.
 
 Settings: flags (written into the hook by ``install``) > the config file's ``[guard]`` table
 (``channel``, ``mode = "refuse" | "warn"``, ``unreachable = "open" | "closed"``) > its
@@ -82,24 +84,54 @@ def conflicts_of(client: Client, channel: str, paths: Sequence[str]) -> tuple[li
     found: dict[str, Any] = {}
     notes: list[str] = []
     where = f"channels/{seg(channel)}/locks/check/"
-    for chunk in _chunks(list(paths), CHECK_CHUNK):
+    text: list[str] = []
+    for path in paths:
+        if _is_text(path):
+            text.append(path)
+        else:
+            # A name git gave as bytes that are not UTF-8: no lock path can name it, and the
+            # client refuses to send it (INVALID_TEXT), which must not abandon the others.
+            notes.append(
+                f"{shown(path)}: not checked (the file name is not UTF-8, so no lock can "
+                "name it; a lock on a folder above it is not seen either)"
+            )
+    for chunk in _chunks(text, CHECK_CHUNK):
         try:
             answers = [client.request("POST", where, json={"paths": [literal(p) for p in chunk]})]
         except ClientError as exc:
-            if not exc.code.startswith("PATH_LOCK_"):
+            if not _per_path(exc):
                 raise
             answers = []
             for path in chunk:
                 try:
                     answers.append(client.request("POST", where, json={"paths": [literal(path)]}))
                 except ClientError as one:
-                    if not one.code.startswith("PATH_LOCK_"):
+                    if not _per_path(one):
                         raise
-                    notes.append(f"{path}: not checked ({one.code}: {one.message})")
+                    notes.append(f"{shown(path)}: not checked ({one.code}: {one.message})")
         for answer in answers:
             for conflict in answer["conflicts"]:
                 found[conflict["lock_id"]] = conflict
     return [found[key] for key in sorted(found)], notes
+
+
+def _is_text(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _per_path(exc: ClientError) -> bool:
+    """Whether a refused check request is about one of its paths (then each is checked
+    alone and the one refused is reported), not about the check itself."""
+    return exc.code.startswith("PATH_LOCK_") or exc.code == "INVALID_TEXT"
+
+
+def shown(path: str) -> str:
+    """A staged file name for a message: bytes that are not UTF-8 as ``\\xNN``, one line."""
+    return one_line(path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
 
 
 def covered(conflict: dict[str, Any]) -> str:

@@ -258,3 +258,23 @@ def test_an_unexpected_exception_is_cannot_check(
     settings = guard_module.Settings(channel="work", warn=False, fail_closed=False)
     assert guard_module.check(settings, url=world["url"], token=token) == 0
     assert "committing anyway (fail-open)" in capsys.readouterr().err
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_still_checked(
+    world: dict[str, Any],
+) -> None:
+    # git gives the name as bytes; the client cannot send it (INVALID_TEXT), which used to
+    # abandon the whole check and, fail-open, let the locked src/a.py through unchecked.
+    repo = world["repo"]
+    with open(os.path.join(os.fsencode(repo), b"caf\xe9.txt"), "wb") as odd:
+        odd.write(b"latin-1\n")
+    env = world["env"]
+    assert run(["git", "add", "-A"], repo, env).returncode == 0
+    assert guard(world, "install", "--channel", "work").returncode == 0
+    done = commit(world)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert "caf\\xe9.txt: not checked (the file name is not UTF-8" in done.stderr
+    assert "src/ locked by bob" in done.stderr
+    assert "refusing the commit" in done.stderr
+    assert head(world) == 0
