@@ -26,6 +26,7 @@ import json
 import logging
 import re
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -352,10 +353,20 @@ def build_server(client: Client) -> Server[Hub]:
         if problem is not None:
             return tool_error("USAGE", f"{tool.name}: {problem}")
         hub = hub_of(ctx)
+        cancelled = threading.Event()
+
+        def run() -> Any:
+            if tool.cancellable:
+                return tool.call(hub.client, args, cancelled)
+            return tool.call(hub.client, args)
+
         try:
-            body = await anyio.to_thread.run_sync(
-                lambda: tool.call(hub.client, args), abandon_on_cancel=True
-            )
+            # A cancelled call abandons its thread, which cannot be stopped: a cancellable
+            # tool (wait) sees ``cancelled`` and moves nothing after it.
+            body = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
         except ClientError as exc:
             return tool_error(exc.code, exc.message, exc.detail)
         if tool.moves_cursor:

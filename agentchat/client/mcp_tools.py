@@ -9,17 +9,17 @@ The functions block (they are the CLI's synchronous client); the server runs the
 from __future__ import annotations
 
 import re
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentchat.client import ops
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
 
-# How long one server wait may last: the server's own default bound, so that a server whose
-# AGENTCHAT_WAIT_MAX_TIMEOUT is its default (900 s) or at least a minute accepts each.
-WAIT_CHUNK_SECONDS = 60.0
+# A wait answers at most this many messages (the rest: `more: true`, still unread).
+WAIT_MAX_MESSAGES = 100
 WAIT_DEFAULT_SECONDS = 60.0
 WAIT_MAX_SECONDS = 900.0
 # A read follows the server's pages up to this many before it answers `more: true`.
@@ -34,9 +34,12 @@ class Tool:
     name: str
     description: str
     schema: dict[str, Any]
-    call: Callable[[Client, dict[str, Any]], Any]
+    call: Callable[..., Any]  # (client, args) -> body; (client, args, cancelled) if cancellable
     read_only: bool = False
     moves_cursor: bool = False  # the channel's unread view changes when it succeeds
+    # ``call`` takes a third argument, a threading.Event the MCP server sets when the call
+    # is cancelled (the thread it runs in cannot be stopped otherwise).
+    cancellable: bool = False
 
 
 def _obj(required: list[str], **props: dict[str, Any]) -> dict[str, Any]:
@@ -122,22 +125,26 @@ def peek(client: Client, args: dict[str, Any]) -> Any:
     return client.request("GET", _ch(args, "messages/"), params=params)
 
 
-def wait(client: Client, args: dict[str, Any]) -> Any:
-    """Server waits of at most a minute each until a relevant message comes or ``timeout``
-    passes; the answer is the server's (``timed_out: true`` with no message at the end)."""
-    total = float(args.get("timeout", WAIT_DEFAULT_SECONDS))
-    deadline = time.monotonic() + total
-    while True:
-        left = max(0.0, deadline - time.monotonic())
-        chunk = min(left, WAIT_CHUNK_SECONDS)
-        answer = client.request(
-            "GET",
-            _ch(args, "wait/"),
-            params={"timeout": f"{chunk:.3f}"},
-            timeout=chunk + 30.0,
+def wait(client: Client, args: dict[str, Any], cancelled: threading.Event | None = None) -> Any:
+    """The CLI's wait (``ops.wait_found``): it moves no cursor while it waits, and acks what
+    it answers only once it has it, never after the call was cancelled (``cancelled`` set by
+    the MCP server), so a message arriving after the host gave up stays unread. The answer
+    has the server's read shape (``timed_out: true`` with no message at the end); at most
+    ``WAIT_MAX_MESSAGES`` messages, ``more: true`` when relevant ones remain."""
+    timeout = float(args.get("timeout", WAIT_DEFAULT_SECONDS))
+    agent = ops.me(client)
+    stop = cancelled.is_set if cancelled is not None else None
+    try:
+        found, seen, more = ops.wait_found(
+            client, args["channel"], agent, timeout=timeout, stop=stop, most=WAIT_MAX_MESSAGES
         )
-        if answer.get("messages") or not answer.get("timed_out") or left <= chunk:
-            return answer
+    except ops.WaitTimeout:
+        cursor = client.request("GET", _ch(args, "messages/"), params={"limit": 1})["cursor"]
+        return {"messages": [], "cursor": cursor, "more": False, "timed_out": True}
+    if stop is not None and stop():
+        raise ops.WaitCancelled
+    ops.ack(client, args["channel"], seen)
+    return {"messages": found, "cursor": seen, "more": more}
 
 
 def claim(client: Client, args: dict[str, Any]) -> Any:
@@ -292,7 +299,8 @@ TOOLS: list[Tool] = [
     Tool(
         "wait",
         "Block until a relevant message arrives in a channel (then read it, moving your "
-        "cursor) or `timeout` seconds pass (`timed_out: true`). Costs nothing while waiting.",
+        "cursor) or `timeout` seconds pass (`timed_out: true`). Costs nothing while waiting; "
+        "a cancelled wait moves nothing.",
         _obj(
             ["channel"],
             channel=CHANNEL,
@@ -305,6 +313,7 @@ TOOLS: list[Tool] = [
         ),
         wait,
         moves_cursor=True,
+        cancellable=True,
     ),
     Tool(
         "claim",

@@ -116,6 +116,13 @@ class WaitTimeout(Exception):
     """The deadline passed without a relevant message."""
 
 
+class WaitCancelled(Exception):
+    """The waiter said stop (``stop()`` true): nothing was handed over, nothing acked."""
+
+
+STOP_POLL = 0.5  # how often a wait with a ``stop`` looks at it while it holds the websocket
+
+
 def wait_relevant(
     client: Client,
     channel: str,
@@ -128,6 +135,26 @@ def wait_relevant(
     seconds), hand them to ``deliver`` in seq order, then ack the highest seq looked at and
     return it. Raises ``WaitTimeout``, or ``ClientError`` for what retrying cannot mend
     (a bad token, a channel out of sight) and for a server unreachable at the deadline."""
+    found, seen, _ = wait_found(client, channel, agent, timeout=timeout)
+    deliver(found)
+    ack(client, channel, seen)
+    return seen
+
+
+def wait_found(
+    client: Client,
+    channel: str,
+    agent: str,
+    *,
+    timeout: float,
+    stop: Callable[[], bool] | None = None,
+    most: int | None = None,
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """Wait as ``wait_relevant`` does but move no cursor: (the relevant messages after the
+    cursor, the seq to ack once they are handed over, whether more relevant ones remain past
+    ``most``). The caller acks (``ack``) only when it has handed them over, so a waiter that
+    goes away loses nothing. Raises ``WaitTimeout``; ``WaitCancelled`` once ``stop()`` says
+    so (looked at every ``STOP_POLL`` seconds); ``ClientError`` as ``wait_relevant``."""
     deadline = time.monotonic() + max(timeout, 0.0)
     path = f"channels/{seg(channel)}/messages/"
     # The first contact must succeed: a wrong URL or token fails at once, not at the deadline.
@@ -136,19 +163,19 @@ def wait_relevant(
     socket: ClientConnection | None = None
     try:
         while True:
+            if stop is not None and stop():
+                raise WaitCancelled
             try:
-                found, seen = _scan(client, channel, agent, seen)
+                found, seen, more = _scan(client, channel, agent, seen, most)
                 if found:
-                    deliver(found)
-                    _ack(client, channel, seen)
-                    return seen
+                    return found, seen, more
                 if time.monotonic() >= deadline:
                     raise WaitTimeout
                 if socket is None:
                     socket = _subscribe(client, channel, seen, deadline)
                     trace(f"subscribed since={seen}")
                 backoff.reset()
-                seen = _ring(socket, agent, seen, deadline)
+                seen = _ring(socket, agent, seen, deadline, stop)
             except ClientError as error:
                 if not error.transient:
                     raise
@@ -170,13 +197,20 @@ def trace(line: str) -> None:
         print(f"agentchat: trace: {line}", file=sys.stderr, flush=True)
 
 
-def _scan(client: Client, channel: str, agent: str, after: int) -> tuple[list[dict[str, Any]], int]:
-    found, seen = [], after
+def _scan(
+    client: Client, channel: str, agent: str, after: int, most: int | None = None
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """(the relevant messages after ``after``, at most ``most``; the seq looked at up to,
+    which stops before a relevant message left out; whether one was left out)."""
+    found: list[dict[str, Any]] = []
+    seen = after
     for message in peek_after(client, channel, after):
-        seen = max(seen, message["seq"])
         if relevant(message, agent):
+            if most is not None and len(found) >= most:
+                return found, seen, True
             found.append(message)
-    return found, seen
+        seen = max(seen, message["seq"])
+    return found, seen, False
 
 
 def _subscribe(client: Client, channel: str, since: int, deadline: float) -> ClientConnection:
@@ -197,17 +231,26 @@ def _subscribe(client: Client, channel: str, since: int, deadline: float) -> Cli
         raise
 
 
-def _ring(socket: ClientConnection, agent: str, seen: int, deadline: float) -> int:
+def _ring(
+    socket: ClientConnection,
+    agent: str,
+    seen: int,
+    deadline: float,
+    stop: Callable[[], bool] | None = None,
+) -> int:
     """Read frames until one brings a relevant message after ``seen`` (return the seq before
-    it, so the next scan starts there) or the deadline passes (return ``seen``)."""
+    it, so the next scan starts there) or the deadline passes (return ``seen``). Raises
+    ``WaitCancelled`` when ``stop()`` says so."""
     while True:
+        if stop is not None and stop():
+            raise WaitCancelled
         left = deadline - time.monotonic()
         if left <= 0:
             return seen
         try:
-            raw = socket.recv(timeout=left)
+            raw = socket.recv(timeout=left if stop is None else min(left, STOP_POLL))
         except TimeoutError:
-            return seen
+            continue
         frame = json.loads(raw)
         if frame.get("type") == "error":
             error = frame.get("error") or {}
@@ -220,7 +263,8 @@ def _ring(socket: ClientConnection, agent: str, seen: int, deadline: float) -> i
         seen = message["seq"]
 
 
-def _ack(client: Client, channel: str, seq: int) -> None:
+def ack(client: Client, channel: str, seq: int) -> None:
+    """Move the cursor to ``seq`` (never back), retrying a transient failure a while."""
     backoff = Backoff(time.monotonic() + ACK_GRACE)
     while True:
         try:

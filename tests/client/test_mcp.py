@@ -359,3 +359,40 @@ async def test_two_channels_are_followed_over_one_websocket(world: dict[str, Any
     assert seen.count(UNREAD) == 3 and seen.count(design) == 3
     assert proxy.opened == 2 and proxy.most_open == 1  # one reconnect, never two at once
     assert review_took < 1.0 and design_took < 1.0, (review_took, design_took)
+
+
+async def test_a_cancelled_wait_leaves_a_later_message_unread(world: dict[str, Any]) -> None:
+    async with McpClient(server_params(world, "alice")) as client:
+        with anyio.move_on_after(1) as scope:  # the host gives up on the call
+            await client.call_tool("wait", {"channel": "review", "timeout": 30})
+        assert scope.cancelled_caught
+        # A round trip after the cancellation: the server has taken it by now.
+        assert (await client.call_tool("peek", {"channel": "review"})).is_error is not True
+        await http(world, "bob", "POST", "channels/review/messages/", json={"title": "late"})
+        read = await client.call_tool("read", {"channel": "review"})
+        assert [m["title"] for m in read.structured_content["messages"]] == ["late"]
+    channel = await http(world, "alice", "GET", "channels/review/")
+    assert channel["cursor"] == 1
+
+
+async def test_a_wait_answers_what_is_unread_and_moves_the_cursor_past_it(
+    world: dict[str, Any],
+) -> None:
+    for title in ("one", "two"):
+        await http(world, "bob", "POST", "channels/review/messages/", json={"title": title})
+    await http(
+        world, "bob", "POST", "channels/review/messages/", json={"title": "c", "to": "carol"}
+    )
+    async with McpClient(server_params(world, "alice")) as client:
+        got = await client.call_tool("wait", {"channel": "review", "timeout": 5})
+        assert [m["title"] for m in got.structured_content["messages"]] == ["one", "two"]
+        assert (got.structured_content["cursor"], got.structured_content["more"]) == (3, False)
+        timed_out = await client.call_tool("wait", {"channel": "review", "timeout": 0.2})
+        assert timed_out.structured_content == {
+            "messages": [],
+            "cursor": 3,
+            "more": False,
+            "timed_out": True,
+        }
+    channel = await http(world, "alice", "GET", "channels/review/")
+    assert channel["cursor"] == 3
