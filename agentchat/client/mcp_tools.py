@@ -109,11 +109,24 @@ def post(client: Client, args: dict[str, Any]) -> Any:
 
 def read(client: Client, args: dict[str, Any]) -> Any:
     """Every unread relevant message, following the server's pages (the cursor moves past
-    each page as it is answered, so a later call goes on where this one stopped)."""
+    each page as it is answered, so a later call goes on where this one stopped). A page
+    after the first that fails does not lose the pages read before it (the cursor is past
+    them): they are answered with ``more: true`` and a ``note`` saying why it stopped."""
     messages: list[Any] = []
     page: dict[str, Any] = {}
-    for _ in range(READ_MAX_PAGES):
-        page = client.request("POST", _ch(args, "read/"))
+    for number in range(READ_MAX_PAGES):
+        try:
+            page = client.request("POST", _ch(args, "read/"))
+        except ClientError as exc:
+            if number == 0:
+                raise
+            return {
+                "messages": messages,
+                "cursor": page.get("cursor"),
+                "more": True,
+                "note": f"stopped after {number} pages: {exc.code}: {exc.message}; "
+                "read again for the rest",
+            }
         messages.extend(page["messages"])
         if not page.get("more"):
             break

@@ -17,7 +17,9 @@ from mcp import Client as McpClient
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from agentchat.client import mcp_tools
 from agentchat.client.api import Client
+from agentchat.client.errors import ClientError
 from agentchat.client.mcp_tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -396,3 +398,40 @@ async def test_a_wait_answers_what_is_unread_and_moves_the_cursor_past_it(
         }
     channel = await http(world, "alice", "GET", "channels/review/")
     assert channel["cursor"] == 3
+
+
+class PagedReads:
+    """A client whose read answers ``pages`` one after the other, then fails."""
+
+    def __init__(self, *pages: dict[str, Any]) -> None:
+        self.pages = list(pages)
+        self.calls = 0
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        assert (method, path) == ("POST", "channels/review/read/")
+        self.calls += 1
+        if not self.pages:
+            raise ClientError("SERVER_UNREACHABLE", "gone", transient=True)
+        return self.pages.pop(0)
+
+
+def test_a_read_whose_later_page_fails_answers_the_pages_read() -> None:
+    first = {"messages": [{"seq": 1}, {"seq": 2}], "cursor": 2, "more": True}
+    second = {"messages": [{"seq": 3}], "cursor": 3, "more": True}
+    client = PagedReads(first, second)
+    got = mcp_tools.read(client, {"channel": "review"})  # type: ignore[arg-type]
+    assert client.calls == 3
+    assert (got["messages"], got["cursor"], got["more"]) == (
+        [{"seq": 1}, {"seq": 2}, {"seq": 3}],
+        3,
+        True,
+    )
+    assert got["note"] == (
+        "stopped after 2 pages: SERVER_UNREACHABLE: gone; read again for the rest"
+    )
+
+
+def test_a_read_whose_first_page_fails_is_the_error() -> None:
+    with pytest.raises(ClientError) as caught:
+        mcp_tools.read(PagedReads(), {"channel": "review"})  # type: ignore[arg-type]
+    assert caught.value.code == "SERVER_UNREACHABLE"
