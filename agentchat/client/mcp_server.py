@@ -12,7 +12,8 @@ stream (2026-07-28). While anything is subscribed, the server holds ONE websocke
 AgentChat server (the multiplexed ``/ws/channels/``) and subscribes each channel with a
 subscriber on it, from the channel's last seq at subscription time, so a message posted after
 the subscription is never missed; a dropped connection is reconnected with capped backoff and
-every channel subscribed again from the last seq seen (nothing lost, nothing notified twice).
+every channel subscribed again from the last seq seen (nothing lost, nothing notified twice),
+and so is one whose error frame cannot be tied to one subscription (a frame the server dropped).
 Each message sends ``notifications/resources/updated`` for the channel's resource, and for its
 unread resource when the message is relevant (a broadcast or addressed to the agent, not its
 own); a read or wait through the tools also updates the unread resource.
@@ -88,6 +89,8 @@ def relevant(message: dict[str, Any], me: str | None) -> bool:
     if me is None:
         return True
     to = message.get("to") or []
+    if not isinstance(to, list):
+        to = []  # an odd record: told, so that a read shows it
     return message.get("from") != me and (not to or me in to)
 
 
@@ -153,7 +156,7 @@ class Hub:
             try:
                 self.me = (await self.call("GET", "me/"))["name"]
                 self._me_known = True
-            except ClientError as exc:
+            except (ClientError, TypeError, KeyError) as exc:
                 log.warning("cannot learn the token's agent (%s); every message counts", exc)
         return self.me
 
@@ -165,27 +168,39 @@ class Hub:
     async def subscribe(self, uri: str, session: ServerSession | None) -> None:
         """Start serving ``uri`` (a legacy session's subscription, or a listen stream's when
         ``session`` is None). Raises MCPError naming the server's code when the channel
-        cannot be seen."""
+        cannot be seen. The HTTP calls (up to a minute each) are made outside the lock, so
+        no other subscription nor the runner waits for them; the lock is taken again to
+        record the channel, unless a subscription made meanwhile did."""
         channel, _ = uri_parse(uri)
         async with self.lock:
+            if channel in self.positions:
+                self._register(uri, session)
+                return
+        try:
+            detail = await self.call("GET", f"channels/{seg(channel)}/")
+            since = detail["last_seq"]
+            if not isinstance(since, int) or isinstance(since, bool):
+                raise TypeError("last_seq is not an integer")
+        except ClientError as exc:
+            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+        except (TypeError, KeyError) as exc:
+            raise MCPError(-32603, f"BAD_RESPONSE: the channel's record: {exc}") from exc
+        await self.identity()
+        async with self.lock:
             if channel not in self.positions:
-                try:
-                    detail = await self.call("GET", f"channels/{seg(channel)}/")
-                except ClientError as exc:
-                    code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
-                    raise MCPError(code, f"{exc.code}: {exc.message}") from exc
-                await self.identity()
-                self.positions[channel] = int(detail["last_seq"])
-                await self._send(
-                    {"op": "subscribe", "channel": channel, "since": detail["last_seq"]}
-                )
+                self.positions[channel] = since
+                await self._send({"op": "subscribe", "channel": channel, "since": since})
                 if self.runner is None:
                     self.runner = anyio.CancelScope()
                     self.tasks.start_soon(self._run, self.runner)
-            if session is None:
-                self.listens[uri] += 1
-            else:
-                self.sessions[uri].add(session)
+            self._register(uri, session)
+
+    def _register(self, uri: str, session: ServerSession | None) -> None:
+        if session is None:
+            self.listens[uri] += 1
+        else:
+            self.sessions[uri].add(session)
 
     async def unsubscribe(self, uri: str, session: ServerSession | None) -> None:
         channel, _ = uri_parse(uri)
@@ -199,6 +214,7 @@ class Hub:
                 if not self.positions and self.runner is not None:
                     self.runner.cancel()  # nothing to follow: close the connection
                     self.runner = None
+                    self.ws = None  # a subscription made next waits for a runner of its own
 
     async def _send(self, frame: dict[str, Any]) -> None:
         """Send a frame on the open connection, if any (a connection that opens later
@@ -225,8 +241,12 @@ class Hub:
             await self.notify(unread_uri)
 
     async def _run(self, scope: anyio.CancelScope) -> None:
-        """Hold the multiplexed stream until cancelled (nothing left to follow), reconnecting
-        with capped backoff; each connection subscribes every channel from its position."""
+        """Hold the multiplexed stream until cancelled or nothing is left to follow,
+        reconnecting with capped backoff; each connection subscribes every channel from its
+        position. The backoff starts again only after a connection that served (a
+        ``subscribed`` or ``message`` frame came, and no resync was needed), so a server that
+        closes at once, or keeps dropping frames, is not hammered. Whatever goes wrong is
+        logged and retried: it must never end the MCP server."""
         delay = RECONNECT_FIRST
         url = self.client.ws_url(STREAM_PATH)
         headers = {"Authorization": f"Bearer {self.client.token}"} if self.client.token else {}
@@ -234,6 +254,7 @@ class Hub:
             try:
                 while True:
                     ws = None
+                    served = False
                     try:
                         async with websockets.connect(
                             url, additional_headers=headers, max_size=WS_MAX_FRAME, open_timeout=10
@@ -243,55 +264,116 @@ class Hub:
                                     frame = {"op": "subscribe", "channel": channel, "since": since}
                                     await ws.send(json.dumps(frame))
                                 self.ws = ws
-                            delay = RECONNECT_FIRST
                             async for raw in ws:
-                                await self._frame(raw)
+                                if await self._frame(raw):
+                                    served = True
+                                if await self._idle(scope):
+                                    return
+                    except Resync as exc:
+                        served = False
+                        log.warning("the stream: %s; reconnecting in %.1fs", exc, delay)
                     except websockets.ConnectionClosed as exc:
                         if exc.rcvd is not None and exc.rcvd.code in WS_FINAL_CLOSES:
                             log.warning("the stream closed (%s): not following it", exc)
-                            followed, self.positions = list(self.positions), {}
+                            async with self.lock:
+                                followed, self.positions = list(self.positions), {}
+                                self._stop(scope)
                             for channel in followed:
                                 await self.changed(channel, unread=True)  # a read tells why
                             return
                         log.info("the stream closed (%s); reconnecting in %.1fs", exc, delay)
                     except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
                         log.info("the stream: %s; reconnecting in %.1fs", exc, delay)
+                    except Exception:
+                        log.exception("the stream failed; reconnecting in %.1fs", delay)
                     finally:
                         if self.ws is ws:  # (a runner started since may hold another)
                             self.ws = None
+                    if await self._idle(scope):
+                        return
+                    if served:
+                        delay = RECONNECT_FIRST
                     await anyio.sleep(delay)
                     delay = min(delay * 2, RECONNECT_MAX)
             finally:
                 if self.runner is scope:
                     self.runner = None
 
-    async def _frame(self, raw: str | bytes) -> None:
+    async def _idle(self, scope: anyio.CancelScope) -> bool:
+        """True (and this runner is no longer the hub's) when nothing is left to follow: the
+        error frames ended every subscription. Decided under the lock, so a subscription made
+        meanwhile starts a runner of its own."""
+        if self.positions:
+            return False
+        async with self.lock:
+            if self.positions:
+                return False
+            self._stop(scope)
+            return True
+
+    def _stop(self, scope: anyio.CancelScope) -> None:
+        if self.runner is scope:
+            self.runner = None
+            self.ws = None
+
+    async def _frame(self, raw: str | bytes) -> bool:
+        """Apply one frame of the stream; True when it shows the connection serving (a
+        subscription answered, a message). Raises ``Resync`` for an error the hub cannot
+        attribute to one subscription (a frame the server dropped, say a subscribe or an
+        unsubscribe over its budget): the subscriptions may no longer be what ``positions``
+        says, and a new connection subscribes them all again. Anything else odd is
+        ignored."""
         try:
             frame = json.loads(raw)
         except ValueError:
-            return
-        if not isinstance(frame, dict) or not isinstance(frame.get("channel"), str):
-            return
-        channel = frame["channel"]
-        since = self.positions.get(channel)
-        if since is None:
-            return  # unsubscribed meanwhile
-        if frame.get("type") == "error":
+            return False
+        if not isinstance(frame, dict):
+            return False
+        kind = frame.get("type")
+        channel = frame.get("channel")
+        if kind == "error":
+            error = frame.get("error")
+            code = error.get("code") if isinstance(error, dict) else None
+            if not isinstance(channel, str) or not isinstance(code, str):
+                raise Resync(f"an error frame of no subscription ({_error_line(error)})")
+            since = self.positions.get(channel)
+            if since is None:
+                return False  # unsubscribed meanwhile
+            detail = error.get("detail")
+            if code == "INVALID_VALUE":
+                if isinstance(detail, dict) and detail.get("field") == "channel":
+                    return False  # followed already: the server goes on streaming it
+                raise Resync(f"a subscription refused ({_error_line(error)})")
             # Out of sight (or beyond the server's limit of channels): not followed any more; a
             # new subscription checks the channel again.
-            error = frame.get("error") or {}
-            log.warning("stream of %s: %s", channel, error.get("message"))
+            log.warning("stream of %s: %s", channel, _error_line(error))
             del self.positions[channel]
             await self.changed(channel, unread=True)  # a read now tells why
-            return
-        if frame.get("type") != "message":
-            return
-        message = frame.get("message") or {}
-        seq = message.get("seq")
-        if not isinstance(seq, int) or seq <= since:
-            return
-        self.positions[channel] = seq
-        await self.changed(channel, unread=relevant(message, self.me))
+            return False
+        if not isinstance(channel, str) or channel not in self.positions:
+            return False  # unsubscribed meanwhile
+        if kind == "subscribed":
+            return True
+        if kind != "message":
+            return False
+        message = frame.get("message")
+        seq = message.get("seq") if isinstance(message, dict) else None
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return False
+        if seq > self.positions[channel]:
+            self.positions[channel] = seq
+            await self.changed(channel, unread=relevant(message, self.me))
+        return True
+
+
+class Resync(Exception):
+    """The stream's subscriptions cannot be trusted any more: reconnect and resubscribe."""
+
+
+def _error_line(error: Any) -> str:
+    if not isinstance(error, dict):
+        return f"malformed error {str(error)[:100]!r}"
+    return f"{str(error.get('code'))[:64]}: {str(error.get('message'))[:300]}"
 
 
 class Listen:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import sys
 import time
 import warnings
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
+import websockets
 from mcp import Client as McpClient
 from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -246,16 +250,23 @@ async def test_listen_subscription_is_notified_within_a_second(world: dict[str, 
 class CountingProxy:
     """A TCP proxy in front of the live server: counts the websocket handshakes through it
     (the MCP server's REST calls pass too, uncounted), can cut the open websockets and hold
-    new ones until released."""
+    new ones until released; with ``ws_target`` the websockets go to another server (a fake
+    stream) and the REST calls to the live one."""
 
-    def __init__(self, target: int) -> None:
+    def __init__(self, target: int, ws_target: int | None = None) -> None:
         self.target = target
+        self.ws_target = ws_target  # where the websockets go, when not to the live server
         self.opened = 0
         self.open: set[asyncio.StreamWriter] = set()
         self.most_open = 0
         self.released = asyncio.Event()
         self.released.set()
         self.held = 0
+        # A REST request line starting so waits for rest_released (the first request of a
+        # connection only: the requests after it on a kept-alive connection pass).
+        self.hold_rest: bytes | None = None
+        self.rest_released = asyncio.Event()
+        self.rest_holding = asyncio.Event()
 
     async def start(self) -> str:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
@@ -263,13 +274,16 @@ class CountingProxy:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = b""
-        while len(head) < 8:
+        while b"\r\n" not in head and len(head) < 65536:  # the request line
             chunk = await reader.read(65536)
             if not chunk:
                 writer.close()
                 return
             head += chunk
         websocket = head.startswith(b"GET /ws/")
+        if self.hold_rest is not None and head.startswith(self.hold_rest):
+            self.rest_holding.set()
+            await self.rest_released.wait()
         if websocket:
             self.held += 1
             await self.released.wait()
@@ -277,7 +291,8 @@ class CountingProxy:
             self.opened += 1
             self.open.add(writer)
             self.most_open = max(self.most_open, len(self.open))
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        port = self.ws_target if websocket and self.ws_target else self.target
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
         up_writer.write(head)
 
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
@@ -435,3 +450,247 @@ def test_a_read_whose_first_page_fails_is_the_error() -> None:
     with pytest.raises(ClientError) as caught:
         mcp_tools.read(PagedReads(), {"channel": "review"})  # type: ignore[arg-type]
     assert caught.value.code == "SERVER_UNREACHABLE"
+
+
+Script = Callable[["FakeStream", Any, int], Awaitable[None]]
+
+
+class FakeStream:
+    """A stand-in for the server's multiplexed ``/ws/channels/``: connection ``n`` is handed
+    to ``script(self, ws, n)``; what arrives and when is recorded, and ``until`` waits for a
+    condition on it."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.opened_at: list[float] = []
+        self.received: list[tuple[int, dict[str, Any]]] = []
+        self.closed = 0
+        self.resubscribe = False  # a test's signal to its script
+        self.changed = asyncio.Condition()
+
+    async def start(self) -> int:
+        self.server = await websockets.serve(self.handle, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def poke(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def handle(self, ws: Any) -> None:
+        number = len(self.opened_at)
+        self.opened_at.append(time.monotonic())
+        await self.poke()
+        try:
+            await self.script(self, ws, number)
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.closed += 1
+            await self.poke()
+
+    async def recv(self, ws: Any, number: int) -> dict[str, Any]:
+        frame = json.loads(await ws.recv())
+        self.received.append((number, frame))
+        await self.poke()
+        return frame
+
+    async def until(self, condition: Callable[[], bool], seconds: float = 5) -> None:
+        with anyio.fail_after(seconds):
+            async with self.changed:
+                await self.changed.wait_for(condition)
+
+    async def close(self) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+
+def message_frame(seq: int, title: str = "x") -> str:
+    message = {"seq": seq, "from": "bob", "to": [], "title": title}
+    return json.dumps({"type": "message", "channel": "review", "message": message})
+
+
+def subscribed_frame(since: int) -> str:
+    return json.dumps({"type": "subscribed", "channel": "review", "since": since, "last_seq": 0})
+
+
+class Notified:
+    """The resource URIs an MCP client was told of, and a wait for the ``count``th of one."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.seen.append(str(message.params.uri))
+            self.arrived.set()
+
+    async def until(self, uri: str, count: int) -> None:
+        with anyio.fail_after(5):
+            while self.seen.count(uri) < count:
+                self.arrived = anyio.Event()
+                await self.arrived.wait()
+
+
+async def with_fake_stream(
+    world: dict[str, Any], script: Script, test: Callable[[Any, FakeStream, Notified], Any]
+) -> FakeStream:
+    """Run ``test(mcp client, fake, notified)`` with alice's MCP server subscribed to the
+    review unread resource, its websocket going to a fake stream playing ``script``."""
+    fake = FakeStream(script)
+    proxy = CountingProxy(int(world["url"].rsplit(":", 1)[1]), ws_target=await fake.start())
+    notified = Notified()
+    params = server_params({**world, "url": await proxy.start()}, "alice")
+    try:
+        async with McpClient(params, mode="legacy", message_handler=notified) as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(UNREAD)
+            await test(client, fake, notified)
+    finally:
+        await proxy.close()
+        await fake.close()
+    return fake
+
+
+async def test_a_frame_the_server_dropped_makes_the_hub_resubscribe(world: dict[str, Any]) -> None:
+    async def script(fake: FakeStream, ws: Any, number: int) -> None:
+        frame = await fake.recv(ws, number)
+        if number == 0:  # the subscribe is dropped: the server says so without a channel
+            error = {"code": "STREAM_TOO_MANY_FRAMES", "message": "dropped", "detail": {}}
+            await ws.send(json.dumps({"type": "error", "error": error}))
+        else:
+            await ws.send(subscribed_frame(frame["since"]))
+            await ws.send(message_frame(1))
+        await ws.wait_closed()
+
+    async def test(client: Any, fake: FakeStream, notified: Notified) -> None:
+        await notified.until(UNREAD, 1)
+        assert len(fake.opened_at) == 2
+
+    fake = await with_fake_stream(world, script, test)
+    subscribe = {"op": "subscribe", "channel": "review", "since": 0}
+    assert fake.received == [(0, subscribe), (1, subscribe)]
+
+
+async def test_followed_already_keeps_the_channel_followed(world: dict[str, Any]) -> None:
+    async def script(fake: FakeStream, ws: Any, number: int) -> None:
+        frame = await fake.recv(ws, number)
+        await ws.send(subscribed_frame(frame["since"]))
+        error = {
+            "code": "INVALID_VALUE",
+            "message": "this connection follows the channel already: unsubscribe first",
+            "detail": {"field": "channel"},
+        }
+        if number == 0:
+            await ws.send(json.dumps({"type": "error", "channel": "review", "error": error}))
+            await ws.send(message_frame(1))
+            await fake.until(lambda: fake.resubscribe)
+            await ws.close()  # the reconnect shows what the hub follows, and from where
+        await ws.wait_closed()
+
+    async def test(client: Any, fake: FakeStream, notified: Notified) -> None:
+        await notified.until(UNREAD, 1)
+        fake.resubscribe = True
+        await fake.poke()
+        await fake.until(lambda: len(fake.received) == 2)
+
+    fake = await with_fake_stream(world, script, test)
+    subscribe = {"op": "subscribe", "channel": "review"}
+    # Still followed, from the message that came after the error.
+    assert fake.received == [(0, {**subscribe, "since": 0}), (1, {**subscribe, "since": 1})]
+
+
+async def test_a_stream_that_closes_at_once_is_retried_with_growing_delays(
+    world: dict[str, Any],
+) -> None:
+    async def script(fake: FakeStream, ws: Any, number: int) -> None:
+        await fake.recv(ws, number)
+        await ws.close()
+
+    async def test(client: Any, fake: FakeStream, notified: Notified) -> None:
+        await fake.until(lambda: len(fake.opened_at) >= 4, seconds=10)
+
+    fake = await with_fake_stream(world, script, test)
+    at = fake.opened_at
+    gaps = [later - earlier for earlier, later in itertools.pairwise(at)]
+    # 0.5 s, 1 s, 2 s: no reset after a connection that served nothing.
+    assert gaps[0] >= 0.4 and gaps[1] >= 0.9 and gaps[2] >= 1.9, gaps
+
+
+async def test_malformed_frames_never_end_the_mcp_server(world: dict[str, Any]) -> None:
+    odd = [
+        "not json",
+        "[1, 2]",
+        json.dumps({"type": "message", "channel": "review", "message": "x"}),
+        json.dumps({"type": "message", "channel": "review", "message": {"seq": True}}),
+        json.dumps({"type": "message", "channel": 7, "message": {"seq": 5}}),
+        json.dumps({"type": "message", "channel": "review", "message": {"seq": 1, "to": 5}}),
+    ]
+
+    async def script(fake: FakeStream, ws: Any, number: int) -> None:
+        frame = await fake.recv(ws, number)
+        await ws.send(subscribed_frame(frame["since"]))
+        if number == 0:
+            for raw in odd:
+                await ws.send(raw)
+            await ws.send(message_frame(2))
+            # An error field that is no object: of no subscription, so the hub reconnects.
+            await ws.send(json.dumps({"type": "error", "channel": "review", "error": "boom"}))
+        else:
+            await ws.send(message_frame(3))
+        await ws.wait_closed()
+
+    async def test(client: Any, fake: FakeStream, notified: Notified) -> None:
+        await notified.until(UNREAD, 3)  # seq 1 (the odd `to`), 2, then 3 after the reconnect
+        peek = await client.call_tool("peek", {"channel": "review"})
+        assert peek.is_error is not True
+        assert peek.structured_content["messages"] == []
+
+    fake = await with_fake_stream(world, script, test)
+    assert len(fake.opened_at) == 2
+    # The reconnect subscribed from the last seq seen.
+    assert fake.received[1] == (1, {"op": "subscribe", "channel": "review", "since": 2})
+
+
+async def test_when_errors_end_every_subscription_the_websocket_closes(
+    world: dict[str, Any],
+) -> None:
+    async def script(fake: FakeStream, ws: Any, number: int) -> None:
+        await fake.recv(ws, number)
+        error = {"code": "CHANNEL_NOT_FOUND", "message": "no such channel", "detail": {}}
+        await ws.send(json.dumps({"type": "error", "channel": "review", "error": error}))
+        await ws.wait_closed()
+
+    async def test(client: Any, fake: FakeStream, notified: Notified) -> None:
+        await notified.until(UNREAD, 1)  # the subscription ended: a read tells why
+        await fake.until(lambda: fake.closed == 1)  # the hub closed the idle websocket
+        assert (await client.call_tool("peek", {"channel": "review"})).is_error is not True
+
+    fake = await with_fake_stream(world, script, test)
+    assert len(fake.opened_at) == 1
+
+
+async def test_a_slow_channel_lookup_holds_up_no_other_subscription(world: dict[str, Any]) -> None:
+    await http(world, "alice", "POST", "channels/", json={"name": "design"})
+    proxy = CountingProxy(int(world["url"].rsplit(":", 1)[1]))
+    proxy.hold_rest = b"GET /api/v1/channels/design/ "
+    notified = Notified()
+    params = server_params({**world, "url": await proxy.start()}, "alice")
+    try:
+        async with McpClient(params, mode="legacy", message_handler=notified) as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(client.subscribe_resource, "agentchat://channels/design")
+                    # design's lookup hangs in the proxy; review's subscription goes through.
+                    with anyio.fail_after(5):
+                        await proxy.rest_holding.wait()
+                        await client.subscribe_resource(UNREAD)
+                    await http(
+                        world, "bob", "POST", "channels/review/messages/", json={"title": "p"}
+                    )
+                    await notified.until(UNREAD, 1)
+                    proxy.rest_released.set()
+    finally:
+        await proxy.close()
