@@ -190,8 +190,16 @@ def cmd_read(client: Client, args: argparse.Namespace) -> None:
         if not args.peek:
             cursor = client.request("POST", chan(args) + "ack/", json={"seq": top})["cursor"]
     else:
+        cursor = start
         while True:
-            page = client.request("POST", chan(args) + "read/")
+            try:
+                page = client.request("POST", chan(args) + "read/")
+            except ClientError:
+                # The pages before moved the cursor past what they held: printed already, or
+                # with --json printed now (more: true) before the error is told.
+                if args.json and shown:
+                    dump({"messages": shown, "cursor": cursor, "more": True})
+                raise
             for message in page["messages"]:
                 _show(args, message, shown)
             cursor = page["cursor"]

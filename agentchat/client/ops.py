@@ -80,18 +80,6 @@ def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, A
         after = batch["messages"][-1]["seq"]
 
 
-def read_all(client: Client, channel: str) -> tuple[list[dict[str, Any]], int]:
-    """The server's read, following ``more`` until everything unread is returned: the
-    messages and the cursor after them. (Each page moves the cursor as it is answered.)"""
-    messages: list[dict[str, Any]] = []
-    path = f"channels/{seg(channel)}/read/"
-    while True:
-        body = client.request("POST", path)
-        messages += body["messages"]
-        if not body.get("more"):
-            return messages, body["cursor"]
-
-
 class Backoff:
     """Capped exponential delays, never past a deadline."""
 

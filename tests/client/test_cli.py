@@ -499,3 +499,33 @@ def test_hostile_arguments_get_a_code_and_no_traceback(alice):
     assert result.returncode == 1
     assert result.stderr.startswith(b"agentchat: INVALID_TEXT: ")
     assert json.loads(ok(alice("peek", "review", "--json")))["messages"] == []
+
+
+def test_read_json_prints_the_pages_read_before_a_later_page_fails(capsys):
+    """Each page of a read moves the cursor as it is answered: a failing later page must not
+    swallow the pages before it (printed with more: true, then the error is raised)."""
+    import argparse
+
+    from agentchat.client import cli as cli_module
+    from agentchat.client.errors import ClientError
+
+    page = {"messages": [{"seq": 1, "from": "bob", "to": []}], "cursor": 1, "more": True}
+
+    class SecondPageFails:
+        reads = 0
+
+        def request(self, method, path, **kwargs):
+            if path == "me/":
+                return {"name": "alice"}
+            if path.endswith("messages/"):
+                return {"messages": [], "cursor": 0, "more": False}
+            self.reads += 1
+            if self.reads == 1:
+                return page
+            raise ClientError("SERVER_UNREACHABLE", "the server went away")
+
+    args = argparse.Namespace(channel="review", agent=None, all=False, peek=False, json=True)
+    with pytest.raises(ClientError):
+        cli_module.cmd_read(SecondPageFails(), args)
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == {"messages": page["messages"], "cursor": 1, "more": True}
