@@ -14,9 +14,11 @@ leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 from django.conf import settings
@@ -415,36 +417,43 @@ class _Multiplexed:
         """Until the client disconnects: do its frames one at a time, within its budget. While
         the connection is full no frame is taken (the client's own sends back up); full for
         AGENTCHAT_STREAM_STALL_SECONDS, the connection is closed as too slow (4408)."""
-        budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)
         stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
-        while True:
+
+        async def room() -> bool:  # before each frame is taken
             if self.window.full and not await self.window.room(stall):
                 self._fail(_TooSlow())
-                return
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            if message["type"] != "websocket.receive":
-                continue
-            if not budget.take():
-                if budget.flooding:
-                    self._fail(_Flooding())
+                return False
+            return True
+
+        try:
+            async with contextlib.aclosing(_client_frames(receive)) as frames:
+                if not await room():
                     return
-                await self._refuse(_TOO_MANY_FRAMES)
-                continue
-            try:
-                op, channel, since = _command_parse(message)
-            except AppError as exc:
-                await self._refuse(exc)
-                continue
-            try:
-                if op == "subscribe":
-                    await self._subscribe(channel, since)
-                else:
-                    await self._unsubscribe(channel)
-            except AppError as exc:
-                # The answer to a request (never dropped: the loop takes no frame while full).
-                await self._text({"type": "error", "channel": channel, **error_body(exc)})
+                async for message in frames:
+                    await self._command(message)
+                    if not await room():
+                        return
+        except _Flooding as exc:
+            self._fail(exc)
+
+    async def _command(self, message: dict[str, Any] | None) -> None:
+        """Do one client frame (None: one over the budget, dropped)."""
+        if message is None:
+            await self._refuse(_TOO_MANY_FRAMES)
+            return
+        try:
+            op, channel, since = _command_parse(message)
+        except AppError as exc:
+            await self._refuse(exc)
+            return
+        try:
+            if op == "subscribe":
+                await self._subscribe(channel, since)
+            else:
+                await self._unsubscribe(channel)
+        except AppError as exc:
+            # The answer to a request (never dropped: the loop takes no frame while full).
+            await self._text({"type": "error", "channel": channel, **error_body(exc)})
 
     async def _subscribe(self, name: str, since: int | None) -> None:
         """Raises INVALID_VALUE (followed already), STREAM_TOO_MANY_CHANNELS,
@@ -643,11 +652,9 @@ async def _pump(
 _NO_CLIENT_FRAMES = AppError("INVALID_VALUE", "this stream takes no messages from the client")
 
 
-async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
-    """Until the client disconnects: every frame it sends (the stream takes none) gets an error
-    frame, unless its connection is full anyway or the frame is over the client's budget.
-    Raises _Flooding (the connection is then closed, 4429) for a flood of frames."""
-    frame = _error_frame(_NO_CLIENT_FRAMES)
+async def _client_frames(receive: Receive) -> AsyncIterator[dict[str, Any] | None]:
+    """The client's frames until it disconnects: each one within its budget, or None for one
+    over it (to drop). Raises _Flooding once more than a burst of them in a row were over it."""
     budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)
     while True:
         message = await receive()
@@ -655,12 +662,23 @@ async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
             return
         if message["type"] != "websocket.receive":
             continue
-        if not budget.take():
-            if budget.flooding:
-                raise _Flooding
-            continue
-        if not window.full:
-            await send({"type": "websocket.send", "text": frame})
+        if budget.take():
+            yield message
+        elif budget.flooding:
+            raise _Flooding
+        else:
+            yield None
+
+
+async def _client(receive: Receive, window: SendWindow, send: Send) -> None:
+    """Until the client disconnects: every frame it sends (the stream takes none) gets an error
+    frame, unless its connection is full anyway or the frame is over the client's budget.
+    Raises _Flooding (the connection is then closed, 4429) for a flood of frames."""
+    frame = _error_frame(_NO_CLIENT_FRAMES)
+    async with contextlib.aclosing(_client_frames(receive)) as frames:
+        async for message in frames:
+            if message is not None and not window.full:
+                await send({"type": "websocket.send", "text": frame})
 
 
 class _TooSlow(Exception):
