@@ -35,7 +35,7 @@ from agentchat.core.records import ts_parse
 from agentchat.core.validation import text_check, text_problem
 from agentchat.folder import reading
 from agentchat.folder.reading import Dir, StatKey
-from agentchat.folder.render import CURSORS_DIR, META_FILE, slug
+from agentchat.folder.render import CURSORS_DIR, MARKER_CLAIMED_NAME, META_FILE, slug
 from channels_app import events
 from channels_app.models import Channel, Message
 from channels_app.services import (
@@ -80,7 +80,6 @@ CACHE_OVERHEAD = 1536
 
 LEASE_MARKER = ".lease-transaction.json"
 LOCK_MARKER = ".path-lock-transaction.json"
-_MARKER_CLAIMED = re.compile(r"task-([A-Za-z0-9][A-Za-z0-9_-]*)\.CLAIMED-(.*)\.md", re.DOTALL)
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 _SERVER_ID = re.compile(r"msg_[0-9a-f]{32}")
 # The reference's frontmatter keys; ``seq`` and ``channel`` are written from the row.
@@ -547,7 +546,7 @@ def _markers_read(
     plan: ChannelPlan, channel_dir: Dir, listing: list[reading.Entry], senders: dict[str, str]
 ) -> None:
     for entry in listing:
-        match = _MARKER_CLAIMED.fullmatch(entry.name)
+        match = MARKER_CLAIMED_NAME.fullmatch(entry.name)
         if match is None:
             continue
         where = channel_dir.child(entry.name)

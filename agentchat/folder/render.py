@@ -180,9 +180,10 @@ def lock_file(lock: PathLock) -> tuple[str, bytes]:
     return lock_file_name(record), lock_file_bytes(record)
 
 
-# A legacy marker the reference can claim (§3.6), and its name once claimed.
+# A legacy marker the reference can claim (§3.6), and its name once claimed (groups: the id,
+# the owner's slug).
 MARKER_NAME = re.compile(r"task-([A-Za-z0-9][A-Za-z0-9_-]*)\.md", re.ASCII)
-MARKER_CLAIMED_NAME = re.compile(r"task-[A-Za-z0-9][A-Za-z0-9_-]*\.CLAIMED-.*\.md", re.DOTALL)
+MARKER_CLAIMED_NAME = re.compile(r"task-([A-Za-z0-9][A-Za-z0-9_-]*)\.CLAIMED-(.*)\.md", re.DOTALL)
 
 
 def marker_file(claim: MarkerClaim) -> tuple[str, bytes] | None:
