@@ -127,6 +127,9 @@ class Client:
         self.token = token
         self.url_source = url_source
         self.call_timeout = call_timeout
+        # A monotonic time every call must also be over by (a run of calls with one deadline,
+        # such as the git guard's check); None: each call has its own only.
+        self.until: float | None = None
         headers = {"Accept": "application/json", "User-Agent": "agentchat-cli"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -195,6 +198,8 @@ class Client:
             headers["Content-Type"] = "application/json"
         clean_params = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         total = self.call_timeout if timeout is None else timeout
+        if self.until is not None:
+            total = min(total, max(0.0, self.until - time.monotonic()))
         started = time.monotonic()
         token = _DEADLINE.set(started + total)
         try:

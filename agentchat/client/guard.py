@@ -7,7 +7,8 @@ the commit when one is held, unexpired, by another agent, naming the path, the h
 expiry. A staged name that cannot be checked (not UTF-8, or refused as a lock path) is
 named on stderr and skipped; the others are still checked. ``--warn`` prints the same and lets
 the commit through. When the check cannot be made (no server, a bad token, an unknown channel,
-an answer that is not the server's, anything unexpected), the hook lets the commit through
+an answer that is not the server's, no answer within the call timeout for the whole check,
+anything unexpected), the hook lets the commit through
 with a message (fail open) unless installed with ``--fail-closed``. Paths in the repository
 are taken as the lock paths (the workspace is the repository's top folder). Locks stay
 advisory: ``git commit --no-verify`` skips the hook.
@@ -24,6 +25,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +169,9 @@ def check(settings: Settings, *, url: str | None = None, token: str | None = Non
     try:
         config = config_load(url=url, token=token)
         with Client.from_config(config) as client:
+            # One deadline for the whole check, however many requests it takes: a commit
+            # waits at most call_timeout seconds for the server.
+            client.until = time.monotonic() + client.call_timeout
             me = client.request("GET", "me/", expect=shapes.ME)["name"]
             conflicts, notes = conflicts_of(client, settings.channel, paths)
     except Exception as exc:

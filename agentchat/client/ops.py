@@ -23,7 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from agentchat.client import shapes
+from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
 
@@ -204,7 +204,7 @@ def wait_found(
 
 def trace(line: str) -> None:
     if os.environ.get(TRACE) == "1":
-        print(f"agentchat: trace: {line}", file=sys.stderr, flush=True)
+        print(safe.line(f"agentchat: trace: {line}"), file=sys.stderr, flush=True)
 
 
 def _scan(

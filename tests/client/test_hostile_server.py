@@ -278,3 +278,14 @@ def test_terminal_escapes_only_what_a_terminal_acts_on() -> None:
     )
     text = json.dumps({"k": "\x85\u202e\x1b"}, ensure_ascii=False)
     assert json.loads(terminal(text, as_json=True)) == {"k": "\x85\u202e\x1b"}
+
+
+def test_a_run_of_calls_past_its_shared_deadline_sends_nothing(fake) -> None:
+    # The guard's check gives all its requests one deadline (Client.until).
+    with Client(fake.url, "t") as client:
+        assert client.request("GET", "me/")["name"].startswith("alice")
+        client.until = 0.0  # long past
+        with pytest.raises(ClientError) as caught:
+            client.request("GET", "me/")
+    assert caught.value.code == "SERVER_TIMEOUT"
+    assert fake.seen == [("GET", "/api/v1/me/")]
