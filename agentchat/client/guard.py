@@ -157,7 +157,13 @@ def say(text: str) -> None:
     print(line(text), file=sys.stderr)
 
 
-def check(settings: Settings, *, url: str | None = None, token: str | None = None) -> int:
+def check(
+    settings: Settings,
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    call_timeout: float | None = None,
+) -> int:
     """Run the check on the current repository's staged paths; prints and returns the exit."""
     try:
         paths = staged_paths()
@@ -167,7 +173,7 @@ def check(settings: Settings, *, url: str | None = None, token: str | None = Non
     if not paths:
         return 0
     try:
-        config = config_load(url=url, token=token)
+        config = config_load(url=url, token=token, call_timeout=call_timeout)
         with Client.from_config(config) as client:
             # One deadline for the whole check, however many requests it takes: a commit
             # waits at most call_timeout seconds for the server.
@@ -333,7 +339,10 @@ def run_parsed(options: argparse.Namespace) -> int:
         return 2
     if options.guard_command == "check":
         return check(
-            settings, url=getattr(options, "url", None), token=getattr(options, "token", None)
+            settings,
+            url=getattr(options, "url", None),
+            token=getattr(options, "token", None),
+            call_timeout=getattr(options, "call_timeout", None),  # `agentchat --call-timeout`
         )
     try:
         target = install(Path(options.repo), settings)

@@ -601,12 +601,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(url=options.url, token=options.token)
 
 
-def run(*, url: str | None = None, token: str | None = None) -> int:
+def run(
+    *, url: str | None = None, token: str | None = None, call_timeout: float | None = None
+) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="agentchat mcp: %(message)s"
     )
     try:
-        config = config_load(url=url, token=token)
+        config = config_load(url=url, token=token, call_timeout=call_timeout)
     except ClientError as exc:
         print(exc.line(), file=sys.stderr)
         return exc.exit_code
