@@ -5,23 +5,37 @@ body (or its text, when another type is asked for, such as ``state/`` as Markdow
 ``ClientError`` with the server's stable code, message and detail; what goes wrong before an
 answer (no server, a dropped connection, a timeout) is a ``ClientError`` of the client's own
 codes, with a one-line hint of what to do.
+
+Every call has a deadline for the whole of it (``call_timeout`` seconds, default
+``CALL_TIMEOUT``; ``--call-timeout``, ``$AGENT_CHAT_CALL_TIMEOUT`` or ``call_timeout`` in the
+config file): httpx's timeouts bound each read, so a server dripping its answer a byte at a
+time would hold a call for ever. Each socket read and write of a call waits at most what is
+left of it (``_DeadlineBackend``), and a call past it is ``SERVER_TIMEOUT``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json as jsonlib
-from collections.abc import Mapping
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import httpcore
 import httpx
 
-from agentchat.client.config import Config
+from agentchat.client import shapes
+from agentchat.client.config import CALL_TIMEOUT, Config
 from agentchat.client.errors import ClientError, one_line
 
 API_ROOT = "/api/v1/"
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
+# The monotonic time by which the call this thread is making must be over (None: no call).
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "agentchat_call_deadline", default=None
+)
 TOKEN_HINT = (
     "make a token on the server (`.venv/bin/python manage.py create_agent_token NAME`), "
     "then pass --token or set AGENT_CHAT_TOKEN"
@@ -34,9 +48,71 @@ def seg(value: str) -> str:
     return quote(value, safe="")
 
 
+def _left(timeout: float | None) -> float | None:
+    """The socket timeout of one read or write: ``timeout``, cut to what is left of the
+    call's deadline; ``ReadTimeout`` once it has passed."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits at most what is left of the call."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.SyncBackend):
+    """The sync network backend with every connection a ``_DeadlineStream``."""
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        return _DeadlineStream(
+            super().connect_tcp(host, port, _left(timeout), local_address, socket_options)
+        )
+
+
+def _deadline_transport() -> httpx.HTTPTransport:
+    transport = httpx.HTTPTransport()
+    # httpx takes no network backend of its own; its pool (httpcore's) does.
+    pool = transport._pool
+    if not isinstance(pool, httpcore.ConnectionPool):  # pragma: no cover - httpx changed
+        raise RuntimeError("httpx's transport has no httpcore connection pool")
+    pool._network_backend = _DeadlineBackend()
+    return transport
+
+
 class Client:
     """One server, one token; a connection pool reused by every request (close it, or use
-    ``with``)."""
+    ``with``). Each request is over within ``call_timeout`` seconds, or ``SERVER_TIMEOUT``."""
 
     def __init__(
         self,
@@ -45,10 +121,15 @@ class Client:
         *,
         url_source: str = "",
         transport: httpx.BaseTransport | None = None,
+        call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.url_source = url_source
+        self.call_timeout = call_timeout
+        # A monotonic time every call must also be over by (a run of calls with one deadline,
+        # such as the git guard's check); None: each call has its own only.
+        self.until: float | None = None
         headers = {"Accept": "application/json", "User-Agent": "agentchat-cli"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -56,13 +137,14 @@ class Client:
             base_url=self.url,
             headers=headers,
             timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
-            transport=transport,
+            transport=transport if transport is not None else _deadline_transport(),
             follow_redirects=False,
             trust_env=False,
         )
 
     @classmethod
     def from_config(cls, config: Config, **kwargs: Any) -> Client:
+        kwargs.setdefault("call_timeout", config.call_timeout)
         return cls(config.url, config.token, url_source=config.sources.get("url", ""), **kwargs)
 
     def __enter__(self) -> Client:
@@ -89,15 +171,20 @@ class Client:
         accept: str = "application/json",
         timeout: float | None = None,
         raw: bool = False,
+        expect: Any = None,
     ) -> Any:
         """Send one request; ``path`` is under ``/api/v1/`` unless it starts with ``/``.
 
         Returns the JSON body (None for an empty one) or, when ``raw`` is set or ``accept``
-        asks for another type, its text as the server sent it. Raises ``ClientError``: the
-        server's code for an error body, ``BAD_RESPONSE`` for an answer that is no AgentChat
-        body (a redirect, which is not followed; a non-JSON answer where JSON is asked for),
-        ``SERVER_UNREACHABLE`` / ``SERVER_TIMEOUT`` (``transient``) when no answer came,
-        ``INVALID_TEXT`` for an argument that is not valid text (it is never sent)."""
+        asks for another type, its text as the server sent it. ``expect`` is the shape the
+        body must have (``agentchat.client.shapes``; checked on the parsed body when ``raw``
+        too). The whole call is over within ``timeout`` seconds (default: the client's
+        ``call_timeout``). Raises ``ClientError``: the server's code for an error body,
+        ``BAD_RESPONSE`` for an answer that is no AgentChat body (a redirect, which is not
+        followed; a non-JSON answer where JSON is asked for; JSON of another shape than
+        ``expect``), ``SERVER_UNREACHABLE`` / ``SERVER_TIMEOUT`` (``transient``) when no
+        answer came in time, ``INVALID_TEXT`` for an argument that is not valid text (it is
+        never sent)."""
         full = path if path.startswith("/") else API_ROOT + path
         content = None
         headers = {"Accept": accept}
@@ -110,6 +197,11 @@ class Client:
                 ) from exc
             headers["Content-Type"] = "application/json"
         clean_params = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        total = self.call_timeout if timeout is None else timeout
+        if self.until is not None:
+            total = min(total, max(0.0, self.until - time.monotonic()))
+        started = time.monotonic()
+        token = _DEADLINE.set(started + total)
         try:
             response = self._http.request(
                 method,
@@ -117,16 +209,15 @@ class Client:
                 content=content,
                 params=clean_params,
                 headers=headers,
-                timeout=(
-                    None if timeout is None else httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
-                ),
+                timeout=httpx.Timeout(min(READ_TIMEOUT, total), connect=CONNECT_TIMEOUT),
             )
         except httpx.TimeoutException as exc:
-            if isinstance(exc, httpx.ConnectTimeout):
+            if isinstance(exc, httpx.ConnectTimeout) and time.monotonic() - started < total:
                 raise self._unreachable("connection timed out") from exc
             raise ClientError(
                 "SERVER_TIMEOUT",
-                f"the server at {self.url} did not answer {method} {full} in time",
+                f"the server at {self.url} did not answer {method} {full} within {total:g} s "
+                "(the call's deadline: --call-timeout, $AGENT_CHAT_CALL_TIMEOUT)",
                 transient=True,
             ) from exc
         except httpx.ConnectError as exc:
@@ -137,7 +228,20 @@ class Client:
                 f"the connection to {self.url} failed during {method} {full}: {_reason(exc)}",
                 transient=True,
             ) from exc
-        return self._answer(response, raw, accept)
+        finally:
+            _DEADLINE.reset(token)
+        body = self._answer(response, raw, accept)
+        if expect is not None:
+            parsed = body
+            if raw and isinstance(body, str):
+                try:
+                    parsed = jsonlib.loads(body)
+                except ValueError as exc:
+                    raise ClientError(
+                        "BAD_RESPONSE", f"the server at {self.url} answered malformed JSON"
+                    ) from exc
+            shapes.check(parsed, expect, f"{method} {full}")
+        return body
 
     def _unreachable(self, reason: str) -> ClientError:
         where = f"; the URL came from {self.url_source}" if self.url_source else ""

@@ -2,13 +2,15 @@
 
 Each setting is taken from the first place that has it: a command-line flag, then the
 environment (``AGENT_CHAT_URL``, ``AGENT_CHAT_TOKEN``), then the config file, then the default
-(``http://127.0.0.1:8000``; no token). The config file is ``$AGENT_CHAT_CONFIG`` when set (it
-must then exist), else ``$XDG_CONFIG_HOME/agentchat/config.toml`` (``~/.config/agentchat/
-config.toml``) when it exists. It is TOML::
+(``http://127.0.0.1:8000``; no token; a call's deadline of ``CALL_TIMEOUT`` seconds, also
+``--call-timeout`` or ``AGENT_CHAT_CALL_TIMEOUT``). The config file is ``$AGENT_CHAT_CONFIG``
+when set (it must then exist), else ``$XDG_CONFIG_HOME/agentchat/config.toml``
+(``~/.config/agentchat/config.toml``) when it exists. It is TOML::
 
     url = "http://127.0.0.1:8000"     # the server's root
     token = "…"                       # from `manage.py create_agent_token NAME`
     channel = "review"                # the default channel of the hooks and the git guard
+    call_timeout = 30                 # seconds a call may take in all (default 30)
 
 Unknown keys are refused (a typo should not pass silently); a module that needs a key of its
 own adds it to ``KNOWN_KEYS``.
@@ -30,10 +32,19 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 ENV_URL = "AGENT_CHAT_URL"
 ENV_TOKEN = "AGENT_CHAT_TOKEN"
 ENV_CONFIG = "AGENT_CHAT_CONFIG"
+ENV_CALL_TIMEOUT = "AGENT_CHAT_CALL_TIMEOUT"
+CALL_TIMEOUT = 30.0  # seconds a whole call may take (a server is quick; a drip is not)
+CALL_TIMEOUT_MAX = 3600.0
 CONFIG_MAX_BYTES = 64 * 1024
 
 # key -> the TOML type it must have; tables (dict) are for later sections (hooks, guard).
-KNOWN_KEYS: dict[str, type] = {"url": str, "token": str, "channel": str, "guard": dict}
+KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
+    "url": str,
+    "token": str,
+    "channel": str,
+    "call_timeout": (int, float),
+    "guard": dict,
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,7 @@ class Config:
     path: Path | None = None  # the config file read, if any
     file: Mapping[str, Any] = field(default_factory=dict)  # its whole content
     sources: Mapping[str, str] = field(default_factory=dict)
+    call_timeout: float = CALL_TIMEOUT
 
 
 def config_path(env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
@@ -77,8 +89,10 @@ def config_file_read(path: Path) -> dict[str, Any]:
             raise ClientError(
                 "CONFIG_INVALID", f"config file {path}: unknown key {key!r} (known: {known})"
             )
-        if not isinstance(value, KNOWN_KEYS[key]):
-            kind = KNOWN_KEYS[key].__name__
+        wanted = KNOWN_KEYS[key]
+        if not isinstance(value, wanted) or isinstance(value, bool):
+            kinds = wanted if isinstance(wanted, tuple) else (wanted,)
+            kind = " or ".join(one.__name__ for one in kinds)
             raise ClientError("CONFIG_INVALID", f"config file {path}: {key!r} must be a {kind}")
     return data
 
@@ -116,10 +130,27 @@ def token_check(token: str, *, where: str) -> str:
     return token
 
 
+def call_timeout_check(value: object, *, where: str) -> float:
+    """A call's deadline in seconds: a number in (0, ``CALL_TIMEOUT_MAX``], else
+    ``CONFIG_INVALID``."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not 0 < seconds <= CALL_TIMEOUT_MAX:  # NaN fails too
+        raise ClientError(
+            "CONFIG_INVALID",
+            f"the call timeout {str(value)[:50]!r} ({where}) is not a number of seconds in "
+            f"(0, {CALL_TIMEOUT_MAX:g}]",
+        )
+    return seconds
+
+
 def config_load(
     *,
     url: str | None = None,
     token: str | None = None,
+    call_timeout: float | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Config:
     """The settings in effect for these flags (None: not given)."""
@@ -131,9 +162,9 @@ def config_load(
         data, used = config_file_read(path), path
     sources: dict[str, str] = {}
 
-    def pick(name: str, flag: str | None, env_name: str) -> tuple[str | None, str]:
+    def pick(name: str, flag: Any, env_name: str) -> tuple[Any, str]:
         if flag is not None:
-            return flag, f"--{name}"
+            return flag, f"--{name.replace('_', '-')}"
         if env.get(env_name):
             return env[env_name], f"${env_name}"
         if name in data:
@@ -146,4 +177,15 @@ def config_load(
     raw_token, where = pick("token", token, ENV_TOKEN)
     sources["token"] = where
     final_token = None if raw_token is None else token_check(raw_token, where=where)
-    return Config(url=final_url, token=final_token, path=used, file=data, sources=sources)
+    raw_timeout, where = pick("call_timeout", call_timeout, ENV_CALL_TIMEOUT)
+    final_timeout = (
+        CALL_TIMEOUT if raw_timeout is None else call_timeout_check(raw_timeout, where=where)
+    )
+    return Config(
+        url=final_url,
+        token=final_token,
+        path=used,
+        file=data,
+        sources=sources,
+        call_timeout=final_timeout,
+    )

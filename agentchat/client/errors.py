@@ -1,9 +1,9 @@
 """The client's error type, its exit families and the codes only a client can meet.
 
 A server error carries the server's stable code (``agentchat.core.errors``); its exit status
-follows the reference CLI's families (REFERENCE-CLI §5), computed here from the code alone
-because the client may not import the server's table (it imports Django). A test keeps
-``exit_family`` equal to the server's table for every code it declares.
+is the reference CLI's family of the code (REFERENCE-CLI §5), from ``agentchat.exits``, the
+one exit table the server's error table is built from too (the client cannot import the
+server's: it imports Django).
 
 Codes of the client's own (``CLIENT_CODES``) name what happens before or around a request: the
 server cannot be reached, the configuration is bad, a usage error, a wait that timed out.
@@ -13,19 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-EXIT_OK = 0
-EXIT_PLAIN = 1
-EXIT_USAGE = 2  # also every TASK_/LEASE_/EVENT_ code and a wait that timed out
-EXIT_CLAIM_LOST = 3
-EXIT_INTERRUPTED = 130
+from agentchat import exits
+from agentchat.client.safe import line
+from agentchat.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PLAIN, EXIT_USAGE
 
-# Server codes whose family is not their prefix's (the server table's fourth column).
-_EXIT_OVERRIDES = {"INVALID_SEQ": EXIT_USAGE, "INVALID_TIMEOUT": EXIT_USAGE}
+__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PLAIN", "EXIT_USAGE", "ClientError"]
 
 # (code, exit status, meaning): the README's client table is this one.
 CLIENT_CODES: dict[str, tuple[int, str]] = {
     "SERVER_UNREACHABLE": (EXIT_PLAIN, "no server answers at the configured URL"),
-    "SERVER_TIMEOUT": (EXIT_PLAIN, "the server took longer to answer than the client waits"),
+    "SERVER_TIMEOUT": (EXIT_PLAIN, "a call took longer than its deadline (--call-timeout)"),
     "BAD_RESPONSE": (EXIT_PLAIN, "the server's answer is not an AgentChat JSON body"),
     "CONFIG_INVALID": (EXIT_PLAIN, "the config file, a URL or a token is malformed"),
     "USAGE": (EXIT_USAGE, "a command-line argument is missing or malformed"),
@@ -48,16 +45,10 @@ def client_codes_markdown() -> str:
 
 
 def exit_family(code: str) -> int:
-    """The exit status of an error code, as the reference CLI's families give it."""
+    """The exit status of an error code: a client code's own, else the server's family."""
     if code in CLIENT_CODES:
         return CLIENT_CODES[code][0]
-    if code in _EXIT_OVERRIDES:
-        return _EXIT_OVERRIDES[code]
-    if code.startswith(("TASK_", "LEASE_", "EVENT_")):
-        return EXIT_USAGE
-    if code == "MARKER_ALREADY_CLAIMED":
-        return EXIT_CLAIM_LOST
-    return EXIT_PLAIN
+    return exits.exit_family(code)
 
 
 class ClientError(Exception):
@@ -91,10 +82,6 @@ class ClientError(Exception):
 
 
 def one_line(text: str) -> str:
-    """``text`` with every line break and control character turned into a space, so an error
-    quoting hostile input stays one line on a terminal."""
-    return "".join(" " if _control(ch) else ch for ch in text)
-
-
-def _control(ch: str) -> bool:
-    return ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029"
+    """``text`` as one terminal-safe line (``agentchat.client.safe.line``): an error quoting
+    hostile input neither breaks the line nor acts on the terminal."""
+    return line(text)

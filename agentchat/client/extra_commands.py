@@ -15,7 +15,11 @@ from typing import Any
 def _mcp(options: argparse.Namespace) -> int:
     from agentchat.client import mcp_server
 
-    return mcp_server.run(url=getattr(options, "url", None), token=getattr(options, "token", None))
+    return mcp_server.run(
+        url=getattr(options, "url", None),
+        token=getattr(options, "token", None),
+        call_timeout=getattr(options, "call_timeout", None),  # `agentchat --call-timeout`
+    )
 
 
 def _hook(options: argparse.Namespace) -> int:

@@ -7,7 +7,8 @@ the commit when one is held, unexpired, by another agent, naming the path, the h
 expiry. A staged name that cannot be checked (not UTF-8, or refused as a lock path) is
 named on stderr and skipped; the others are still checked. ``--warn`` prints the same and lets
 the commit through. When the check cannot be made (no server, a bad token, an unknown channel,
-an answer that is not the server's, anything unexpected), the hook lets the commit through
+an answer that is not the server's, no answer within the call timeout for the whole check,
+anything unexpected), the hook lets the commit through
 with a message (fail open) unless installed with ``--fail-closed``. Paths in the repository
 are taken as the lock paths (the workspace is the repository's top folder). Locks stay
 advisory: ``git commit --no-verify`` skips the hook.
@@ -24,14 +25,17 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentchat.client import shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError, one_line
+from agentchat.client.safe import line
 
 MARKER = "# agentchat-guard: installed by `agentchat guard install`"
 CHECK_CHUNK = 64  # the server's limit of paths per check request
@@ -97,14 +101,22 @@ def conflicts_of(client: Client, channel: str, paths: Sequence[str]) -> tuple[li
             )
     for chunk in _chunks(text, CHECK_CHUNK):
         try:
-            answers = [client.request("POST", where, json={"paths": [literal(p) for p in chunk]})]
+            answers = [
+                client.request(
+                    "POST", where, json={"paths": [literal(p) for p in chunk]}, expect=shapes.CHECK
+                )
+            ]
         except ClientError as exc:
             if not _per_path(exc):
                 raise
             answers = []
             for path in chunk:
                 try:
-                    answers.append(client.request("POST", where, json={"paths": [literal(path)]}))
+                    answers.append(
+                        client.request(
+                            "POST", where, json={"paths": [literal(path)]}, expect=shapes.CHECK
+                        )
+                    )
                 except ClientError as one:
                     if not _per_path(one):
                         raise
@@ -140,19 +152,33 @@ def covered(conflict: dict[str, Any]) -> str:
     return one_line(held)[:300]
 
 
-def check(settings: Settings, *, url: str | None = None, token: str | None = None) -> int:
+def say(text: str) -> None:
+    """One line on stderr, terminal-safe: it quotes names, owners and paths from the server."""
+    print(line(text), file=sys.stderr)
+
+
+def check(
+    settings: Settings,
+    *,
+    url: str | None = None,
+    token: str | None = None,
+    call_timeout: float | None = None,
+) -> int:
     """Run the check on the current repository's staged paths; prints and returns the exit."""
     try:
         paths = staged_paths()
     except GuardError as exc:
-        print(PREFIX + str(exc), file=sys.stderr)
+        say(PREFIX + str(exc))
         return 2
     if not paths:
         return 0
     try:
-        config = config_load(url=url, token=token)
+        config = config_load(url=url, token=token, call_timeout=call_timeout)
         with Client.from_config(config) as client:
-            me = client.request("GET", "me/")["name"]
+            # One deadline for the whole check, however many requests it takes: a commit
+            # waits at most call_timeout seconds for the server.
+            client.until = time.monotonic() + client.call_timeout
+            me = client.request("GET", "me/", expect=shapes.ME)["name"]
             conflicts, notes = conflicts_of(client, settings.channel, paths)
     except Exception as exc:
         # A hook must never die with a traceback: anything unexpected (an odd answer the
@@ -164,41 +190,36 @@ def check(settings: Settings, *, url: str | None = None, token: str | None = Non
         )
         why = f"cannot check path locks in channel {settings.channel!r}: {reason}"
         if settings.fail_closed:
-            print(PREFIX + one_line(why) + " — refusing the commit (fail-closed).", file=sys.stderr)
-            print(PREFIX + "commit with --no-verify to skip the check.", file=sys.stderr)
+            say(PREFIX + one_line(why) + " — refusing the commit (fail-closed).")
+            say(PREFIX + "commit with --no-verify to skip the check.")
             return EXIT_REFUSED
-        print(PREFIX + one_line(why) + " — committing anyway (fail-open).", file=sys.stderr)
+        say(PREFIX + one_line(why) + " — committing anyway (fail-open).")
         return 0
     for note in notes:
-        print(PREFIX + "warning: " + one_line(note), file=sys.stderr)
+        say(PREFIX + "warning: " + one_line(note))
     held = [c for c in conflicts if c["owner"] != me and not c.get("expired")]
     stale = [c for c in conflicts if c["owner"] != me and c.get("expired")]
     for lock in stale:
-        print(
+        say(
             PREFIX + f"warning: {covered(lock)} was locked by {lock['owner']} "
-            f"(expired {lock['expires_at']}, lock {lock['lock_id']}); recover it or ask them",
-            file=sys.stderr,
+            f"(expired {lock['expires_at']}, lock {lock['lock_id']}); recover it or ask them"
         )
     if not held:
         return 0
     verb = "warning" if settings.warn else "refusing the commit"
-    print(
-        PREFIX + f"{verb}: staged paths are locked by other agents in channel "
-        f"{settings.channel!r}:",
-        file=sys.stderr,
+    say(
+        PREFIX + f"{verb}: staged paths are locked by other agents in channel {settings.channel!r}:"
     )
     for lock in held:
-        print(
+        say(
             f"  {covered(lock)} locked by {lock['owner']} until {lock['expires_at']} "
-            f"(lock {lock['lock_id']})",
-            file=sys.stderr,
+            f"(lock {lock['lock_id']})"
         )
     if settings.warn:
         return 0
-    print(
+    say(
         PREFIX + "locks are advisory: ask the holder, wait for the lock to go, or commit with "
-        "--no-verify to skip this check.",
-        file=sys.stderr,
+        "--no-verify to skip this check."
     )
     return EXIT_REFUSED
 
@@ -314,20 +335,23 @@ def run_parsed(options: argparse.Namespace) -> int:
         print(exc.line(), file=sys.stderr)
         return exc.exit_code if options.guard_command == "install" else 0
     except GuardError as exc:
-        print(PREFIX + str(exc), file=sys.stderr)
+        say(PREFIX + str(exc))
         return 2
     if options.guard_command == "check":
         return check(
-            settings, url=getattr(options, "url", None), token=getattr(options, "token", None)
+            settings,
+            url=getattr(options, "url", None),
+            token=getattr(options, "token", None),
+            call_timeout=getattr(options, "call_timeout", None),  # `agentchat --call-timeout`
         )
     try:
         target = install(Path(options.repo), settings)
     except (GuardError, OSError) as exc:
-        print(PREFIX + one_line(str(exc)), file=sys.stderr)
+        say(PREFIX + str(exc))
         return 1
     mode = "warn only" if settings.warn else "refuses"
     down = "fail-closed" if settings.fail_closed else "fail-open"
-    print(f"installed {target} (channel {settings.channel}, {mode}, {down} when unreachable)")
+    print(line(f"installed {target} (channel {settings.channel}, {mode}, {down} when unreachable)"))
     return 0
 
 

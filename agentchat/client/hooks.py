@@ -20,9 +20,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from agentchat.client import shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError, one_line
+from agentchat.client.safe import line, terminal
 
 EVENTS = ("session-start", "prompt", "stop")
 DEFAULT_TIMEOUT = 2.0
@@ -32,9 +34,11 @@ ENV_TIMEOUT = "AGENT_CHAT_HOOK_TIMEOUT"
 def unread_counts(client: Client, channels: Sequence[str], timeout: float) -> list[tuple[str, int]]:
     """(channel, unread) for the channels asked (every visible one when none), one request."""
     if len(channels) == 1:
-        detail = client.request("GET", f"channels/{seg(channels[0])}/", timeout=timeout)
+        detail = client.request(
+            "GET", f"channels/{seg(channels[0])}/", timeout=timeout, expect=shapes.CHANNEL
+        )
         return [(detail["name"], int(detail.get("unread") or 0))]
-    page = client.request("GET", "channels/", timeout=timeout)
+    page = client.request("GET", "channels/", timeout=timeout, expect=shapes.CHANNELS)
     wanted = set(channels)
     return [
         (item["name"], int(item.get("unread") or 0))
@@ -44,7 +48,7 @@ def unread_counts(client: Client, channels: Sequence[str], timeout: float) -> li
 
 
 def notice_lines(counts: Sequence[tuple[str, int]]) -> list[str]:
-    return [f"{count} unread in channel {name}" for name, count in counts if count > 0]
+    return [f"{count} unread in channel {line(name)}" for name, count in counts if count > 0]
 
 
 def render(event: str, lines: Sequence[str]) -> str:
@@ -52,7 +56,8 @@ def render(event: str, lines: Sequence[str]) -> str:
     if not lines:
         return ""
     if event == "stop":
-        return json.dumps({"systemMessage": "; ".join(lines)}, ensure_ascii=False) + "\n"
+        text = json.dumps({"systemMessage": "; ".join(lines)}, ensure_ascii=False)
+        return terminal(text, as_json=True) + "\n"
     return "".join(line + "\n" for line in lines)
 
 

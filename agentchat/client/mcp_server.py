@@ -44,6 +44,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
+from agentchat.client import shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError
@@ -137,8 +138,9 @@ class Hub:
         self.bus = InMemorySubscriptionBus()
         self.me: str | None = None
         self._me_known = False
-        # uri -> legacy sessions subscribed (resources/subscribe); uri -> listen streams count.
-        self.sessions: dict[str, set[ServerSession]] = defaultdict(set)
+        # uri -> the legacy subscribers (resources/subscribe), each connection's latest session
+        # by its connection (``peer``); uri -> listen streams count.
+        self.sessions: dict[str, dict[object, ServerSession]] = defaultdict(dict)
         self.listens: dict[str, int] = defaultdict(int)
         self.positions: dict[str, int] = {}
         self.ws: Any = None  # the open connection, once its subscriptions are sent
@@ -154,7 +156,7 @@ class Hub:
     async def identity(self) -> str | None:
         if not self._me_known:
             try:
-                self.me = (await self.call("GET", "me/"))["name"]
+                self.me = (await self.call("GET", "me/", expect=shapes.ME))["name"]
                 self._me_known = True
             except (ClientError, TypeError, KeyError) as exc:
                 log.warning("cannot learn the token's agent (%s); every message counts", exc)
@@ -200,7 +202,7 @@ class Hub:
         if session is None:
             self.listens[uri] += 1
         else:
-            self.sessions[uri].add(session)
+            self.sessions[uri][peer(session)] = session
 
     async def unsubscribe(self, uri: str, session: ServerSession | None) -> None:
         channel, _ = uri_parse(uri)
@@ -208,7 +210,7 @@ class Hub:
             if session is None:
                 self.listens[uri] = max(0, self.listens[uri] - 1)
             else:
-                self.sessions[uri].discard(session)
+                self.sessions[uri].pop(peer(session), None)
             if not self.watched(channel) and self.positions.pop(channel, None) is not None:
                 await self._send({"op": "unsubscribe", "channel": channel})
                 if not self.positions and self.runner is not None:
@@ -225,12 +227,12 @@ class Hub:
                 await self.ws.send(json.dumps(frame))
 
     async def notify(self, uri: str) -> None:
-        for session in list(self.sessions.get(uri, ())):
+        for key, session in list(self.sessions.get(uri, {}).items()):
             try:
                 await session.send_resource_updated(uri)
             except Exception:  # a session that is gone: forget it, keep the others
                 log.info("dropping a subscriber of %s that cannot be reached", uri)
-                self.sessions[uri].discard(session)
+                self.sessions[uri].pop(key, None)
         if self.listens.get(uri, 0) > 0:
             await self.bus.publish(ResourceUpdated(uri=uri))
 
@@ -364,6 +366,13 @@ class Hub:
             self.positions[channel] = seq
             await self.changed(channel, unread=relevant(message, self.me))
         return True
+
+
+def peer(session: ServerSession) -> object:
+    """Who subscribed: the session's connection. The SDK makes a new session object for each
+    request, so the one a ``resources/unsubscribe`` brings is never the one its subscribe
+    brought; the connection behind both is the same (the SDK names it only privately)."""
+    return getattr(session, "_connection", None) or session
 
 
 class Resync(Exception):
@@ -549,10 +558,13 @@ def build_server(client: Client) -> Server[Hub]:
 async def resource_body(hub: Hub, channel: str, *, unread: bool) -> dict[str, Any]:
     """A channel resource's JSON: the channel and its last messages, or the agent's unread
     relevant messages after its cursor (bounded; ``more`` says there are more to see)."""
-    detail = await hub.call("GET", f"channels/{seg(channel)}/")
+    detail = await hub.call("GET", f"channels/{seg(channel)}/", expect=shapes.CHANNEL)
     if not unread:
         page = await hub.call(
-            "GET", f"channels/{seg(channel)}/messages/", params={"limit": PEEK_IN_RESOURCE}
+            "GET",
+            f"channels/{seg(channel)}/messages/",
+            params={"limit": PEEK_IN_RESOURCE},
+            expect=shapes.PEEK,
         )
         return {"channel": detail, "messages": page["messages"]}
     me = await hub.identity()
@@ -561,6 +573,7 @@ async def resource_body(hub: Hub, channel: str, *, unread: bool) -> dict[str, An
         "GET",
         f"channels/{seg(channel)}/messages/",
         params={"after": cursor, "limit": UNREAD_SCAN},
+        expect=shapes.PEEK,
     )
     messages = [m for m in page["messages"] if relevant(m, me)]
     return {
@@ -588,12 +601,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(url=options.url, token=options.token)
 
 
-def run(*, url: str | None = None, token: str | None = None) -> int:
+def run(
+    *, url: str | None = None, token: str | None = None, call_timeout: float | None = None
+) -> int:
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="agentchat mcp: %(message)s"
     )
     try:
-        config = config_load(url=url, token=token)
+        config = config_load(url=url, token=token, call_timeout=call_timeout)
     except ClientError as exc:
         print(exc.line(), file=sys.stderr)
         return exc.exit_code

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentchat.client import ops
+from agentchat.client import ops, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
 
@@ -94,11 +94,11 @@ def channels(client: Client, args: dict[str, Any]) -> Any:
     found: list[Any] = []
     after = None
     for _ in range(LIST_MAX_PAGES):
-        page = client.request("GET", "channels/", params={"after": after})
+        page = client.request("GET", "channels/", params={"after": after}, expect=shapes.CHANNELS)
         found.extend(page["channels"])
         if not page.get("more"):
             return {"channels": found, "more": False}
-        after = page["next"]
+        after = page.get("next")
     return {"channels": found, "more": True, "next": after}
 
 
@@ -116,7 +116,7 @@ def read(client: Client, args: dict[str, Any]) -> Any:
     page: dict[str, Any] = {}
     for number in range(READ_MAX_PAGES):
         try:
-            page = client.request("POST", _ch(args, "read/"))
+            page = client.request("POST", _ch(args, "read/"), expect=shapes.READ)
         except ClientError as exc:
             if number == 0:
                 raise
@@ -152,7 +152,9 @@ def wait(client: Client, args: dict[str, Any], cancelled: threading.Event | None
             client, args["channel"], agent, timeout=timeout, stop=stop, most=WAIT_MAX_MESSAGES
         )
     except ops.WaitTimeout:
-        cursor = client.request("GET", _ch(args, "messages/"), params={"limit": 1})["cursor"]
+        cursor = client.request(
+            "GET", _ch(args, "messages/"), params={"limit": 1}, expect=shapes.PEEK
+        )["cursor"]
         return {"messages": [], "cursor": cursor, "more": False, "timed_out": True}
     if stop is not None and stop():
         raise ops.WaitCancelled
@@ -174,11 +176,13 @@ def task_list(client: Client, args: dict[str, Any]) -> Any:
     after = None
     params = _pick(args, "status", "owner")
     for _ in range(LIST_MAX_PAGES):
-        page = client.request("GET", _ch(args, "tasks/"), params={**params, "after": after})
+        page = client.request(
+            "GET", _ch(args, "tasks/"), params={**params, "after": after}, expect=shapes.TASKS
+        )
         found.extend(page["tasks"])
         if not page.get("more"):
             return {"tasks": found, "more": False}
-        after = page["next"]
+        after = page.get("next")
     return {"tasks": found, "more": True, "next": after}
 
 
@@ -213,11 +217,14 @@ def _lease_action(action: str, *fields: str) -> Callable[[Client, dict[str, Any]
 
 def lock(client: Client, args: dict[str, Any]) -> Any:
     body = _pick(args, "paths", "lease_seconds")
-    return {**client.request("POST", _ch(args, "locks/"), json=body), "advisory": ADVISORY}
+    record = client.request("POST", _ch(args, "locks/"), json=body, expect=dict)
+    return {**record, "advisory": ADVISORY}
 
 
 def check(client: Client, args: dict[str, Any]) -> Any:
-    answer = client.request("POST", _ch(args, "locks/check/"), json={"paths": args["paths"]})
+    answer = client.request(
+        "POST", _ch(args, "locks/check/"), json={"paths": args["paths"]}, expect=dict
+    )
     return {**answer, "advisory": ADVISORY}
 
 
@@ -227,12 +234,12 @@ def unlock(client: Client, args: dict[str, Any]) -> Any:
     target = args["target"]
     if LOCK_ID.fullmatch(target):
         try:
-            record = client.request("DELETE", _ch(args, f"locks/{seg(target)}/"))
+            record = client.request("DELETE", _ch(args, f"locks/{seg(target)}/"), expect=dict)
             return {**record, "advisory": ADVISORY}
         except ClientError as exc:
             if exc.code != "PATH_LOCK_NOT_FOUND":
                 raise
-    record = client.request("DELETE", _ch(args, "locks/"), params={"path": target})
+    record = client.request("DELETE", _ch(args, "locks/"), params={"path": target}, expect=dict)
     return {**record, "advisory": ADVISORY}
 
 
@@ -283,7 +290,11 @@ TOOLS: list[Tool] = [
             title=_str("one line", minLength=1, maxLength=1000),
             body=_str("markdown body"),
             to=TO,
-            reply_to=_str("the id of the message this answers"),
+            reply_to={
+                "type": "integer",
+                "minimum": 1,
+                "description": "the seq of the message of this channel this answers",
+            },
             status=_str("a label such as discussion (default), decision, blocker, done"),
         ),
         post,

@@ -23,6 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
 
@@ -35,7 +36,7 @@ ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed ov
 
 def me(client: Client) -> str:
     """The token's agent name (``GET /api/v1/me/``)."""
-    return client.request("GET", "me/")["name"]
+    return client.request("GET", "me/", expect=shapes.ME)["name"]
 
 
 def identity(client: Client, claimed: str | None) -> str:
@@ -57,26 +58,47 @@ def relevant(message: dict[str, Any], agent: str) -> bool:
 
 
 def pages(
-    client: Client, path: str, key: str, params: dict[str, Any] | None = None
+    client: Client,
+    path: str,
+    key: str,
+    params: dict[str, Any] | None = None,
+    *,
+    shape: Any = None,
 ) -> Iterator[Any]:
-    """Every item of a paged list (``{key: [...], "more", "next"}``), page after page."""
+    """Every item of a paged list (``{key: [...], "more", "next"}``), page after page; each
+    page of ``shape`` (by default: a list under ``key``), else ``BAD_RESPONSE``."""
     query = dict(params or {})
+    expect = shape if shape is not None else {key: [object]}
     while True:
-        body = client.request("GET", path, params=query)
+        body = client.request("GET", path, params=query, expect=expect)
         yield from body[key]
         if not body.get("more"):
             return
+        if body.get("next") is None or body["next"] == query.get("after"):
+            raise stalled(path)
         query["after"] = body["next"]
+
+
+def stalled(path: str) -> ClientError:
+    """A paged answer that says there is more but does not move on (a server that would be
+    followed for ever)."""
+    return ClientError(
+        "BAD_RESPONSE", f"the server's pages of {path} say there is more but do not move on"
+    )
 
 
 def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, Any]]:
     """Every message after ``after``, in seq order, a page at a time (moves no cursor)."""
     path = f"channels/{seg(channel)}/messages/"
     while True:
-        batch = client.request("GET", path, params={"after": after, "limit": PEEK_PAGE})
+        batch = client.request(
+            "GET", path, params={"after": after, "limit": PEEK_PAGE}, expect=shapes.PEEK
+        )
         yield from batch["messages"]
         if len(batch["messages"]) < PEEK_PAGE:
             return
+        if batch["messages"][-1]["seq"] <= after:
+            raise stalled(path)
         after = batch["messages"][-1]["seq"]
 
 
@@ -146,7 +168,7 @@ def wait_found(
     deadline = time.monotonic() + max(timeout, 0.0)
     path = f"channels/{seg(channel)}/messages/"
     # The first contact must succeed: a wrong URL or token fails at once, not at the deadline.
-    seen = client.request("GET", path, params={"limit": 1})["cursor"]
+    seen = client.request("GET", path, params={"limit": 1}, expect=shapes.PEEK)["cursor"]
     backoff = Backoff(deadline)
     socket: ClientConnection | None = None
     try:
@@ -182,7 +204,7 @@ def wait_found(
 
 def trace(line: str) -> None:
     if os.environ.get(TRACE) == "1":
-        print(f"agentchat: trace: {line}", file=sys.stderr, flush=True)
+        print(safe.line(f"agentchat: trace: {line}"), file=sys.stderr, flush=True)
 
 
 def _scan(
@@ -239,16 +261,26 @@ def _ring(
             raw = socket.recv(timeout=left if stop is None else min(left, STOP_POLL))
         except TimeoutError:
             continue
-        frame = json.loads(raw)
+        frame = _frame(raw)
         if frame.get("type") == "error":
-            error = frame.get("error") or {}
-            raise ClientError(error.get("code", "BAD_RESPONSE"), error.get("message", ""))
-        message = frame.get("message") if frame.get("type") == "message" else None
-        if not message or message["seq"] <= seen:
+            error = shapes.check(frame, shapes.FRAME_ERROR, "the live stream")["error"]
+            raise ClientError(error["code"], error["message"])
+        if frame.get("type") != "message":
+            continue
+        message = shapes.check(frame, shapes.FRAME_MESSAGE, "the live stream")["message"]
+        if message["seq"] <= seen:
             continue
         if relevant(message, agent):
             return seen
         seen = message["seq"]
+
+
+def _frame(raw: str | bytes) -> dict[str, Any]:
+    try:
+        frame = json.loads(raw)
+    except ValueError as exc:
+        raise ClientError("BAD_RESPONSE", "the live stream sent a frame that is not JSON") from exc
+    return shapes.check(frame, shapes.FRAME, "the live stream")
 
 
 def ack(client: Client, channel: str, seq: int) -> None:
@@ -256,7 +288,9 @@ def ack(client: Client, channel: str, seq: int) -> None:
     backoff = Backoff(time.monotonic() + ACK_GRACE)
     while True:
         try:
-            client.request("POST", f"channels/{seg(channel)}/ack/", json={"seq": seq})
+            client.request(
+                "POST", f"channels/{seg(channel)}/ack/", json={"seq": seq}, expect=shapes.CURSOR
+            )
             return
         except ClientError as error:
             if not error.transient or not backoff.sleep():

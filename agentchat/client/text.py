@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentchat.client.safe import line, terminal
+
 RULE = "=" * 70
 _SLUG_RUN = re.compile(r"[^a-z0-9]+")
 _LINE_BREAKS = re.compile(r"[\r\n]+")
@@ -64,8 +66,9 @@ def message_file_text(message: Mapping[str, Any]) -> str:
 
 
 def message_block(message: Mapping[str, Any]) -> str:
-    """The message as read, wait and peek print it (ends with the empty line)."""
-    return f"{RULE}\n{message_file_text(message).rstrip()}\n\n"
+    """The message as read, wait and peek print it (ends with the empty line); its fields'
+    line breaks are spaces already (the file's frontmatter), the body keeps its own."""
+    return f"{RULE}\n{terminal(message_file_text(message).rstrip())}\n\n"
 
 
 def cut(text: str, width: int) -> str:
@@ -76,11 +79,11 @@ def channels_table(rows: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | N
     """``channels``: each channel with its message count and its last message (or ``-``)."""
     lines: list[tuple[str, str, int, str]] = []
     for channel, last in rows:
-        members = cut(", ".join(channel.get("members") or []) or "(open)", 40)
+        members = cut(line(", ".join(channel.get("members") or []) or "(open)"), 40)
         tail = "-"
         if last is not None:
-            tail = f"#{last['seq']} {last['from']}: {cut(last['title'], 40)}"
-        lines.append((channel["name"], members, int(channel.get("last_seq") or 0), tail))
+            tail = f"#{last['seq']} {line(last['from'])}: {cut(line(last['title']), 40)}"
+        lines.append((line(channel["name"]), members, int(channel.get("last_seq") or 0), tail))
     width = max([len("CHANNEL"), *(len(row[0]) for row in lines)])
     out = [f"{'CHANNEL'.ljust(width)}  MSGS  MEMBERS / LAST"]
     for name, members, count, tail in lines:
@@ -96,22 +99,22 @@ def task_table(tasks: list[Mapping[str, Any]]) -> str:
         return "  ".join(header) + "  TITLE\n(no tasks)\n"
     rows = [
         (
-            task["id"],
-            task["status"],
-            cut(task.get("owner") or "-", 60),
-            cut(", ".join(task.get("depends_on") or []) or "-", 60),
-            cut(task.get("title") or "", 60),
+            line(task["id"]),
+            line(task["status"]),
+            cut(line(task.get("owner") or "-"), 60),
+            cut(line(", ".join(task.get("depends_on") or []) or "-"), 60),
+            cut(line(task.get("title") or ""), 60),
         )
         for task in tasks
     ]
     widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(4)]
 
-    def line(cells: tuple[str, ...]) -> str:
+    def row_of(cells: tuple[str, ...]) -> str:
         return "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(cells[:4])) + (
             f"  {cells[4]}"
         )
 
-    return "\n".join([line((*header, "TITLE")), *(line(row) for row in rows)]) + "\n"
+    return "\n".join([row_of((*header, "TITLE")), *(row_of(row) for row in rows)]) + "\n"
 
 
 def task_show(task: Mapping[str, Any]) -> str:
@@ -136,9 +139,10 @@ def task_show(task: Mapping[str, Any]) -> str:
         ("branch", task.get("branch") or "-"),
         ("updated_at", task.get("updated_at") or ""),
     ]
-    return "".join(f"{key}: {value}\n" for key, value in pairs)
+    return "".join(f"{key}: {line(value)}\n" for key, value in pairs)
 
 
 def event_line(event: Mapping[str, Any]) -> str:
-    """``event read``: one event per line, keys sorted, non-ASCII kept."""
-    return json.dumps(event, ensure_ascii=False, sort_keys=True) + "\n"
+    """``event read``: one event per line, keys sorted, non-ASCII kept (but for what a
+    terminal would act on, JSON-escaped)."""
+    return terminal(json.dumps(event, ensure_ascii=False, sort_keys=True), as_json=True) + "\n"

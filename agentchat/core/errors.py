@@ -25,10 +25,10 @@ from django.core.management.base import CommandError
 from django.http import HttpResponse
 
 from agentchat.core.encode import json_bytes
-
-EXIT_PLAIN = 1
-EXIT_USAGE = 2  # the reference's family of TASK_/LEASE_/EVENT_ codes and argument errors
-EXIT_CLAIM_LOST = 3
+from agentchat.exits import EXIT_CLAIM_LOST as EXIT_CLAIM_LOST  # the families, for callers
+from agentchat.exits import EXIT_PLAIN as EXIT_PLAIN
+from agentchat.exits import EXIT_USAGE as EXIT_USAGE
+from agentchat.exits import exit_family
 
 
 @dataclass(frozen=True)
@@ -39,16 +39,8 @@ class ErrorCode:
     meaning: str
 
 
-def _exit_family(code: str) -> int:
-    if code.startswith(("TASK_", "LEASE_", "EVENT_")):
-        return EXIT_USAGE
-    if code == "MARKER_ALREADY_CLAIMED":
-        return EXIT_CLAIM_LOST
-    return EXIT_PLAIN
-
-
-# (code, HTTP status, meaning). Grouped by what they are about; the exit family follows from
-# the code's family unless a fourth element names it.
+# (code, HTTP status, meaning). Grouped by what they are about; the exit family is
+# ``agentchat.exits``'s (the client's too), declared there for a code outside its family.
 _TABLE: tuple[tuple[Any, ...], ...] = (
     # --- authentication and identity
     ("AUTH_REQUIRED", 401, "no bearer token (or session) was sent"),
@@ -66,8 +58,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("INVALID_TYPE", 400, "a field has the wrong JSON type"),
     ("INVALID_VALUE", 400, "a field's value is out of its range or rules"),
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
-    ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range", 2),
-    ("INVALID_TIMEOUT", 400, "a wait timeout is not a number of seconds in range", 2),
+    ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),
+    ("INVALID_TIMEOUT", 400, "a wait timeout is not a number of seconds in range"),
     ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
     ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
@@ -217,12 +209,10 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
 
 ERRORS: dict[str, ErrorCode] = {}
 for _row in _TABLE:
-    _code, _status, _meaning = _row[:3]
+    _code, _status, _meaning = _row
     if _code in ERRORS:
         raise RuntimeError(f"error code {_code} is declared twice")
-    ERRORS[_code] = ErrorCode(
-        _code, _status, _row[3] if len(_row) > 3 else _exit_family(_code), _meaning
-    )
+    ERRORS[_code] = ErrorCode(_code, _status, exit_family(_code), _meaning)
 
 
 class UndeclaredErrorCode(LookupError):

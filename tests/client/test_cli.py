@@ -506,8 +506,8 @@ def test_read_json_prints_the_pages_read_before_a_later_page_fails(capsys):
     swallow the pages before it (printed with more: true, then the error is raised)."""
     import argparse
 
-    from agentchat.client import cli as cli_module
     from agentchat.client.errors import ClientError
+    from agentchat.client.verbs import messages as cli_module
 
     page = {"messages": [{"seq": 1, "from": "bob", "to": []}], "cursor": 1, "more": True}
 
@@ -529,3 +529,38 @@ def test_read_json_prints_the_pages_read_before_a_later_page_fails(capsys):
         cli_module.cmd_read(SecondPageFails(), args)
     printed = json.loads(capsys.readouterr().out)
     assert printed == {"messages": page["messages"], "cursor": 1, "more": True}
+
+
+def test_escapes_from_the_server_are_shown_escaped(cli, live):
+    """A body, a title and a topic holding terminal escapes (accepted by the server as text)
+    print escaped through peek, read and roster; --json parses to what was posted."""
+    from agentchat.client.api import Client
+
+    hostile = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;aGk=\x07\u202e\x9b"
+    shown = r"\x1b]0;pwned\x07\x1b[2J\x1b]52;c;aGk=\x07\u202e\x9b"
+    alice = cli("alice")
+    bob = cli("bob")
+    with Client(live.url, alice.token) as client:
+        client.request("POST", "channels/", json={"name": "evil", "topic": "t" + hostile})
+        posted = {"title": "t\u202eitle", "body": "one\n\ttwo " + hostile}
+        client.request("POST", "channels/evil/messages/", json=posted)
+    for argv in (["peek", "evil"], ["read", "evil", "--as", "bob"], ["roster", "evil"]):
+        out = ok(bob(*argv))
+        assert "\x1b" not in out and "\u202e" not in out and "\x9b" not in out, (argv, out)
+        assert shown in out, (argv, out)
+    assert "title: t\\u202eitle\n" in ok(bob("peek", "evil"))
+    assert "one\n\ttwo " + shown in ok(bob("peek", "evil"))
+    printed = ok(bob("peek", "evil", "--json"))
+    assert "\x1b" not in printed and "\u202e" not in printed
+    [message] = json.loads(printed)["messages"]
+    assert (message["title"], message["body"]) == (posted["title"], posted["body"])
+
+
+def test_the_console_script_runs_as_a_child_process(alice):
+    # The other tests run main() in this process; this one runs it as a shell would.
+    result = alice.subprocess("roster", "review")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("channel : review\ntopic   : schema v2\n")
+    result = alice.subprocess("roster", "nowhere")
+    assert result.returncode == 1
+    assert result.stderr.startswith("agentchat: CHANNEL_NOT_FOUND: ")

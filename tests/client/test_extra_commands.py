@@ -41,3 +41,18 @@ def test_the_clis_own_url_flag_is_not_overwritten_by_a_subcommand() -> None:
     extra_commands.register(top.add_subparsers(dest="command", required=True))
     assert top.parse_args(["--url", "http://x:1", "hook", "stop"]).url == "http://x:1"
     assert top.parse_args(["guard", "check", "--url", "http://y:2"]).url == "http://y:2"
+
+
+def test_the_clis_call_timeout_reaches_the_guard_and_the_mcp_server(monkeypatch, tmp_path) -> None:
+    from agentchat.client import cli, guard, mcp_server
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("AGENT_CHAT_CONFIG", "AGENT_CHAT_CALL_TIMEOUT", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    got: dict[str, object] = {}
+    monkeypatch.setattr(guard, "check", lambda settings, **kw: got.update(guard=kw) or 0)
+    monkeypatch.setattr(mcp_server, "run", lambda **kw: got.update(mcp=kw) or 0)
+    assert cli.main(["--call-timeout", "3", "guard", "check", "--channel", "review"]) == 0
+    assert cli.main(["--call-timeout", "4", "mcp"]) == 0
+    assert got["guard"]["call_timeout"] == 3.0  # type: ignore[index]
+    assert got["mcp"]["call_timeout"] == 4.0  # type: ignore[index]

@@ -18,6 +18,8 @@ def test_the_console_script_and_the_package():
     project = _project()
     assert project["project"]["scripts"] == {"agentchat": "agentchat.client.cli:main"}
     assert project["tool"]["setuptools"]["packages"] == ["agentchat.client"]
+    # The exit table the client shares with the server: pure, shipped beside the client.
+    assert project["tool"]["setuptools"]["py-modules"] == ["agentchat.exits"]
     assert project["build-system"]["build-backend"] == "setuptools.build_meta"
 
 
