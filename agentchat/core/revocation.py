@@ -30,11 +30,11 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from agentchat.core.db import run_db
@@ -91,14 +91,21 @@ def session_signed_out(sender: Any, request: Any = None, **kwargs: Any) -> None:
 
 
 def sessions_ended(session_keys: Iterable[str]) -> set[str]:
-    """Of ``session_keys``, those whose session is gone (signed out) or expired. Sync."""
+    """Of ``session_keys``, those whose session is gone (signed out) or expired. Sync.
+
+    One query per chunk on a database session engine (ours); any other engine is asked per
+    key (``SessionStore.exists``)."""
     wanted = sorted(set(session_keys))
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    model = store.get_model_class() if hasattr(store, "get_model_class") else None
+    if model is None:
+        return {key for key in wanted if not store().exists(key)}
     live: set[str] = set()
     now = timezone.now()
     for start in range(0, len(wanted), _CHECK_CHUNK):
         chunk = wanted[start : start + _CHECK_CHUNK]
         live.update(
-            Session.objects.filter(session_key__in=chunk, expire_date__gt=now).values_list(
+            model.objects.filter(session_key__in=chunk, expire_date__gt=now).values_list(
                 "session_key", flat=True
             )
         )
