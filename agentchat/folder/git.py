@@ -62,6 +62,12 @@ def _output(result: subprocess.CompletedProcess[str]) -> str:
     return (result.stderr.strip() or result.stdout.strip())[-2000:]
 
 
+def _git_path(root: Path, name: str) -> str:
+    """The absolute path of ``name`` in the repository's git directory (worktrees and
+    core.hooksPath resolved as git resolves them)."""
+    return _git(root, "rev-parse", "--path-format=absolute", "--git-path", name).stdout.strip()
+
+
 def _inside_work_tree(root: Path) -> bool:
     result = _git(root, "rev-parse", "--is-inside-work-tree", check=False)
     return result.returncode == 0 and result.stdout.strip() == "true"
@@ -73,9 +79,7 @@ def git_prepare(root: Path) -> None:
     if not _inside_work_tree(root):
         _git(root, "init", "-q")
     prefix = _git(root, "rev-parse", "--show-prefix").stdout.strip()
-    exclude = Path(_git(root, "rev-parse", "--git-path", "info/exclude").stdout.strip())
-    if not exclude.is_absolute():
-        exclude = root / exclude
+    exclude = Path(_git_path(root, "info/exclude"))
     pattern = f"/{prefix}{SYNC_DIR}/"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     lines = exclude.read_text().splitlines() if exclude.exists() else []
@@ -130,8 +134,7 @@ def _nul(paths: list[str]) -> str:
 
 def _hooks_present(root: Path) -> bool:
     for hook in _COMMIT_HOOKS:
-        path = Path(_git(root, "rev-parse", "--git-path", f"hooks/{hook}").stdout.strip())
-        path = path if path.is_absolute() else root / path
+        path = Path(_git_path(root, f"hooks/{hook}"))  # core.hooksPath counts
         if path.is_file() and os.access(path, os.X_OK):
             return True
     return False
@@ -161,29 +164,32 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
     paths = sorted({*_relative(root, report.paths), *_pending_load(root)})
     if not paths:
         return None
-    present = [path for path in paths if os.path.lexists(root / path)]
-    gone = [path for path in paths if not os.path.lexists(root / path)]
+    # Every command runs at the top of the work tree with paths from there: from a
+    # subdirectory, git rm --pathspec-from-file takes the directory itself for a pathspec too.
+    top = Path(_git(root, "rev-parse", "--show-toplevel").stdout.strip())
+    prefix = _git(root, "rev-parse", "--show-prefix").stdout.strip()
+    present = [prefix + path for path in paths if os.path.lexists(root / path)]
+    gone = [prefix + path for path in paths if not os.path.lexists(root / path)]
     if present:
         _git(
-            root,
+            top,
             *("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"),
             stdin=_nul(present),
         )
     if gone:
         _git(
-            root,
+            top,
             *("rm", "-r", "-q", "--cached", "--ignore-unmatch"),
             *("--pathspec-from-file=-", "--pathspec-file-nul"),
             stdin=_nul(gone),
         )
-    has_head = _git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0
+    has_head = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0
     # What now differs from HEAD among our paths (a removed directory: every file under it).
-    diff = ["diff", "--cached", "--name-only", "--no-renames", "-z", "--relative"]
     if has_head:
-        listed = _git(root, *diff).stdout
+        listed = _git(top, "diff", "--cached", "--name-only", "--no-renames", "-z").stdout
     else:
-        listed = _git(root, "ls-files", "-z", "--cached").stdout
-    ours = set(paths)
+        listed = _git(top, "ls-files", "-z", "--cached").stdout
+    ours = {*present, *gone}
     changed = [
         name
         for name in listed.split("\0")
@@ -193,12 +199,12 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
         _pending_save(root, [])
         return None
     identity: list[str] = []
-    if _git(root, "config", "user.email", check=False).returncode != 0:
+    if _git(top, "config", "user.email", check=False).returncode != 0:
         identity = ["-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}"]
     message_file = root / SYNC_DIR / "git-message"
     message_file.write_text(commit_message(report))
     result = _git(
-        root,
+        top,
         *identity,
         *("commit", "-q", "--only", "-F", str(message_file)),
         *([] if verify else ["--no-verify"]),
@@ -208,9 +214,9 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
     )
     message_file.unlink(missing_ok=True)
     if result.returncode != 0:
-        _unstage(root, changed, has_head=has_head)
+        _unstage(top, changed, has_head=has_head)
         _pending_save(root, paths)
-        if verify and _hooks_present(root):
+        if verify and _hooks_present(top):
             raise AppError(
                 "SYNC_GIT_HOOK_FAILED",
                 "a git hook refused the sync's commit (the files are written and will be "
@@ -219,4 +225,4 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
             )
         raise AppError("SYNC_GIT_FAILED", f"git commit failed: {_output(result)}")
     _pending_save(root, [])
-    return _git(root, "rev-parse", "HEAD").stdout.strip()
+    return _git(top, "rev-parse", "HEAD").stdout.strip()

@@ -193,3 +193,34 @@ def test_a_root_inside_a_larger_repository_commits_there_only_its_files(tmp_path
         "docs/audit/review/0008-alice-note-0.md"
     ]
     assert sorted(git(repo, "status", "--porcelain").splitlines()) == status
+
+    # A removal there (the git rm of the sync's paths, from a subdirectory).
+    gone = channel_create(name="gone", created_by="alice")
+    message_post(channel=gone, sender="alice", title="soon gone", body="x")
+    assert sync_commit(root) is not None
+    assert any(name.startswith("docs/audit/gone/") for name in git(repo, "ls-files").split())
+    gone.delete()
+    assert sync_commit(root) is not None
+    assert not any(name.startswith("docs/audit/gone/") for name in git(repo, "ls-files").split())
+    assert sorted(git(repo, "status", "--porcelain").splitlines()) == status
+
+
+def test_in_a_larger_repository_its_hooks_path_hooks_run_too(tmp_path: Path) -> None:
+    channel = scenario.build()
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "core.hooksPath", "tools/hooks")  # relative to the top, as git reads it
+    refusing = repo / "tools" / "hooks" / "pre-commit"
+    refusing.parent.mkdir(parents=True)
+    refusing.write_text("#!/bin/sh\necho 'refused from tools/hooks' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    root = repo / "docs" / "audit"
+    root.mkdir(parents=True)
+    git_prepare(root)
+    scenario.post(channel, 1)
+    with pytest.raises(AppError) as raised:
+        sync_commit(root)
+    assert raised.value.code == "SYNC_GIT_HOOK_FAILED", raised.value.message
+    assert "refused from tools/hooks" in raised.value.message
+    assert git(repo, "diff", "--cached", "--name-only") == ""
