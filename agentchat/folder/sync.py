@@ -121,7 +121,7 @@ class ChannelReport:
     markers: set[str] = field(default_factory=set)
     other: set[str] = field(default_factory=set)
     # The absolute paths written or removed (``Files.touched``): what --git-commit stages.
-    paths: set[Path] = field(default_factory=set, repr=False)
+    paths: set[Path] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def changed(self) -> bool:
