@@ -34,7 +34,7 @@ from agentchat.core.asgi_http import (
 )
 from agentchat.core.db import run_db
 from agentchat.core.errors import AppError, error_body, internal_error
-from agentchat.core.revocation import token_watch
+from agentchat.core.revocation import Credential, credential_watch
 from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
 from agentchat.core.transport import SendWindow
@@ -190,7 +190,7 @@ class ChannelStreamConsumer:
         handshake = await _handshake(scope, receive, send, STREAM_PARAMETERS)
         if handshake is None:
             return
-        principal, token_id = handshake
+        principal, credential = handshake
         try:
             since = int_parse(scope_query(scope).get("since"), field="since", code="INVALID_SEQ")
             channel = await run_db(
@@ -200,25 +200,38 @@ class ChannelStreamConsumer:
             await _refuse_handshake(send, exc)
             return
         await _stream_session(
-            scope, receive, send, channel=channel, viewer=principal, since=since, token_id=token_id
+            scope,
+            receive,
+            send,
+            channel=channel,
+            viewer=principal,
+            since=since,
+            credential=credential,
         )
 
 
 async def _handshake(
     scope: dict[str, Any], receive: Receive, send: Send, parameters: set[str]
-) -> tuple[str, int | None] | None:
+) -> tuple[str, Credential | None] | None:
     """The checks every websocket passes before it is accepted: the connect, the shared
-    ``request_check``, no parameter but ``parameters``, a principal. Returns (principal, token
-    id), or None once the handshake is refused."""
+    ``request_check``, no parameter but ``parameters``, a principal. Returns (principal, the
+    credential it authenticated with: a token or the browser's session), or None once the
+    handshake is refused."""
     if (await receive())["type"] != "websocket.connect":
         return None
     try:
         request_check(scope)
         _unknown_parameters(scope_query(scope), parameters)
-        return await run_db(websocket_principal, scope)
+        principal, token_id = await run_db(websocket_principal, scope)
     except Exception as exc:
         await _refuse_handshake(send, exc)
         return None
+    if token_id is not None:
+        return principal, Credential(token_id=token_id)
+    # A signed-in browser: signing out (the session row gone) ends the connection.
+    session = scope.get("session")
+    key = getattr(session, "session_key", None) if session is not None else None
+    return principal, Credential(session_key=key) if key else None
 
 
 async def _refuse_handshake(send: Send, error: Exception) -> None:
@@ -257,8 +270,8 @@ class ChannelsStreamConsumer:
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         handshake = await _handshake(scope, receive, send, MUX_PARAMETERS)
         if handshake is not None:
-            principal, token_id = handshake
-            await _Multiplexed(scope, send, viewer=principal).run(receive, token_id=token_id)
+            principal, credential = handshake
+            await _Multiplexed(scope, send, viewer=principal).run(receive, credential=credential)
 
 
 # A client frame of the multiplexed stream: at most this many characters, and at most
@@ -351,6 +364,7 @@ class _Multiplexed:
     client spelled it), its send window and what ends it."""
 
     def __init__(self, scope: dict[str, Any], send: Send, *, viewer: str) -> None:
+        self.credential: Credential | None = None  # set by run()
         self.window = SendWindow(scope)
         self.send = send
         self.viewer = viewer
@@ -363,11 +377,12 @@ class _Multiplexed:
         # a server failure.
         self.fatal: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
 
-    async def run(self, receive: Receive, *, token_id: int | None) -> None:
+    async def run(self, receive: Receive, *, credential: Credential | None) -> None:
+        self.credential = credential
         tasks: list[asyncio.Future[Any]] = []
         accepted = False
         try:
-            async with token_watch(token_id) as revoked:
+            async with credential_watch(credential) as revoked:
                 await self.send({"type": "websocket.accept"})
                 accepted = True
                 client = asyncio.ensure_future(self._client(receive))
@@ -513,8 +528,15 @@ class _Multiplexed:
     ) -> BaseException | None:
         """Subscribe, answer, stream; returns what ended the stream."""
         try:
-            # The revocation is the connection's watch, not each stream's.
-            async with message_stream(channel=channel, viewer=self.viewer, since=since) as stream:
+            # The revocation is the connection's watch, not each stream's; each stream still
+            # checks the credential before it sends.
+            async with message_stream(
+                channel=channel,
+                viewer=self.viewer,
+                since=since,
+                credential=self.credential,
+                watch=False,
+            ) as stream:
                 await self._text(
                     {
                         "type": "subscribed",
@@ -547,14 +569,14 @@ async def _stream_session(
     channel: Any,
     viewer: str,
     since: int | None,
-    token_id: int | None,
+    credential: Credential | None,
 ) -> None:
     window = SendWindow(scope)
     tasks: list[asyncio.Future[Any]] = []
     accepted = False
     try:
         async with message_stream(
-            channel=channel, viewer=viewer, since=since, token_id=token_id
+            channel=channel, viewer=viewer, since=since, credential=credential
         ) as stream:
             # Subscribed and positioned before the handshake completes: whatever is posted
             # once the client sees the connection open is streamed to it.

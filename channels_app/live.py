@@ -35,7 +35,13 @@ from agentchat.core.db import run_db
 from agentchat.core.errors import AppError
 from agentchat.core.layer import inbox_close
 from agentchat.core.push import EVENT_TYPE
-from agentchat.core.revocation import token_watch
+from agentchat.core.revocation import (
+    Credential,
+    credential_live,
+    credential_watch,
+    credentials_gone,
+    token_watch,
+)
 from channels_app.models import Channel
 from channels_app.records import message_dict_json, message_to_dict
 from channels_app.selectors import (
@@ -73,6 +79,23 @@ def ring_may_concern(event: dict[str, Any], name: str) -> bool:
 
 def _token_revoked() -> AppError:
     return AppError("AUTH_INVALID", "the token was revoked")
+
+
+def _revoked(credential: Credential) -> AppError:
+    if credential.token_id is None:
+        return AppError("AUTH_INVALID", "the session ended (signed out)")
+    return _token_revoked()
+
+
+def _messages_for(credential: Credential | None, **read: Any) -> list[Any]:
+    """``messages_after_visible``, then (in the same database turn, after the read) whether the
+    credential still authenticates: what a revocation committed before the check would hide is
+    never read by then, so a batch read here holds only messages that were posted before it.
+    Raises AUTH_INVALID, CHANNEL_NOT_FOUND. Sync."""
+    rows = messages_after_visible(**read)
+    if credential is not None and credentials_gone([credential]):
+        raise _revoked(credential)
+    return rows
 
 
 # --- the wait ---------------------------------------------------------------------------------
@@ -311,7 +334,11 @@ class MessageStream:
     ``viewer`` is whom the stream is for: every read of the database checks, after reading,
     that ``viewer`` may still see the channel (a change of members or visibility is always read
     from the database: its ring never carries it), and the iteration raises CHANNEL_NOT_FOUND
-    when not, so nothing from the change on is yielded.
+    when not, so nothing from the change on is yielded. ``credential`` is what the viewer
+    authenticated with: the same read checks that it still does, and a message carried by a
+    ring is yielded only after a check made since the ring came (``credential_live``, one query
+    per loop turn for every stream), so once a revocation or a sign-out has committed nothing
+    posted after it is yielded; the iteration raises AUTH_INVALID instead.
 
     ``await stream.open(since)`` fixes the position (``since``, or the channel's last seq when
     None: only what is posted from then on); subscribe to the channel's group first, so that
@@ -330,13 +357,22 @@ class MessageStream:
     """
 
     def __init__(
-        self, *, channel: Channel, viewer: str, sweep_seconds: float | None = None
+        self,
+        *,
+        channel: Channel,
+        viewer: str,
+        sweep_seconds: float | None = None,
+        credential: Credential | None = None,
     ) -> None:
         self.channel = channel
         self.viewer = viewer
+        self.credential = credential
         self.position = 0  # the last seq yielded (or the starting point)
         self.known_last = 0  # the highest seq known to exist
-        self._inline: dict[int, dict[str, Any]] = {}
+        # Messages carried by rings, each with the count of rings when it came.
+        self._inline: dict[int, tuple[int, dict[str, Any]]] = {}
+        self._rings = 0  # rings received so far
+        self._checked = 0  # rings received before the credential's last check began
         self._batch: deque[dict[str, Any]] = deque()
         self._wake = asyncio.Event()
         self._sweep_seconds = (
@@ -370,10 +406,11 @@ class MessageStream:
         seq = event["seq"]
         if seq <= self.position:
             return
+        self._rings += 1
         self.known_last = max(self.known_last, seq)
         message = event.get("message")
         if message is not None and len(self._inline) < STREAM_INLINE_MAX:
-            self._inline[seq] = message
+            self._inline[seq] = (self._rings, message)
         self._wake.set()
 
     def __aiter__(self) -> MessageStream:
@@ -390,16 +427,27 @@ class MessageStream:
                     return self._advance(message)
             following = self.position + 1
             if following in self._inline:
-                return self._advance(self._inline.pop(following))
+                came, message = self._inline[following]
+                if self.credential is not None and came > self._checked:
+                    rings = self._rings
+                    if not await credential_live(self.credential):
+                        self.end(_revoked(self.credential))
+                    self._checked = max(self._checked, rings)
+                    continue
+                del self._inline[following]
+                return self._advance(message)
             if self.known_last >= following:
+                rings = self._rings
                 rows = await run_db(
-                    messages_after_visible,
+                    _messages_for,
+                    self.credential,
                     channel=self.channel,
                     viewer=self.viewer,
                     after=self.position,
                     limit=STREAM_BATCH,
                     max_bytes=STREAM_BATCH_BYTES,
                 )
+                self._checked = max(self._checked, rings)
                 if rows:
                     self._batch.extend(message_to_dict(row) for row in rows)
                 else:
@@ -437,24 +485,33 @@ async def message_stream(
     since: int | None,
     token_id: int | None = None,
     sweep_seconds: float | None = None,
+    credential: Credential | None = None,
+    watch: bool = True,
 ) -> AsyncIterator[MessageStream]:
     """``async with message_stream(channel=…, viewer=…, since=…) as stream:`` a live
     ``MessageStream`` for ``viewer`` from ``since`` (None: from now on).
 
     On entry it subscribes to the channel's group, then fixes the position, so nothing posted
     once the caller sees the block entered is missed; inside, a task feeds the stream every
-    ring. A revoked ``token_id`` ends the stream with AUTH_INVALID (``stream.ended`` is set, so
-    a caller blocked on its client can stop at once); a failure to receive rings ends it with
-    that failure. On exit it leaves the group and frees the inbox, however the block ends.
+    ring. A revoked ``token_id`` (or ``credential``: a token or a browser's session) ends the
+    stream with AUTH_INVALID (``stream.ended`` is set, so a caller blocked on its client can
+    stop at once); ``watch=False`` leaves that to the caller (a connection of many streams
+    watches once), while the stream still checks the credential before it yields (see
+    ``MessageStream``). A failure to receive rings ends it with that failure. On exit it leaves
+    the group and frees the inbox, however the block ends.
     Raises on entry CHANNEL_NOT_FOUND (the viewer may no longer see the channel).
     """
+    if credential is None and token_id is not None:
+        credential = Credential(token_id=token_id)
     layer = get_channel_layer()
     inbox = await layer.new_channel()
     group = channel_group(channel.pk)
-    stream = MessageStream(channel=channel, viewer=viewer, sweep_seconds=sweep_seconds)
+    stream = MessageStream(
+        channel=channel, viewer=viewer, sweep_seconds=sweep_seconds, credential=credential
+    )
     tasks: list[asyncio.Future[Any]] = []
     try:
-        async with token_watch(token_id) as revoked:
+        async with credential_watch(credential if watch else None) as revoked:
             await layer.group_add(group, inbox)
             await stream.open(since)
             tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
@@ -500,4 +557,4 @@ async def _rings(layer: Any, inbox: str, stream: MessageStream) -> None:
 
 async def _revocation(revoked: asyncio.Event, stream: MessageStream) -> None:
     await revoked.wait()
-    stream.end(_token_revoked())
+    stream.end(_token_revoked() if stream.credential is None else _revoked(stream.credential))

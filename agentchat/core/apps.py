@@ -8,8 +8,13 @@ class CoreConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.contrib.auth.signals import user_logged_out
 
         from agentchat.core import schema
+        from agentchat.core.revocation import session_signed_out
+
+        # Signing out ends the session's websockets, as revoking a token ends the token's.
+        user_logged_out.connect(session_signed_out, dispatch_uid="agentchat.session_signed_out")
 
         settings.SPECTACULAR_SETTINGS["APPEND_PATHS"].update(schema.WAIT_PATH)
         settings.SPECTACULAR_SETTINGS["APPEND_COMPONENTS"].update(schema.ERROR_COMPONENT)

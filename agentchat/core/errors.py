@@ -189,6 +189,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("SYNC_ROOT_INVALID", 400, "the sync's root is not a directory or cannot be made one"),
     ("SYNC_BUSY", 409, "another sync_folder holds this root"),
     ("SYNC_GIT_FAILED", 500, "a git command of --git-commit failed"),
+    (
+        "SYNC_GIT_HOOK_FAILED",
+        409,
+        "a git hook refused the sync's commit (the files stay written; --git-no-verify skips it)",
+    ),
     # --- the server
     # --- the folder import (import_folder): each names the file it is about
     ("IMPORT_ROOT_INVALID", 400, "the import's root is not a readable directory"),

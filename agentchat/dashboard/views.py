@@ -28,7 +28,8 @@ from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app import services
-from channels_app.models import Channel, Message, Presence
+from channels_app.models import Channel, Message
+from channels_app.presence import presence_seen_by
 from channels_app.search import messages_search
 from channels_app.selectors import (
     APPROVAL_REQUEST,
@@ -37,7 +38,6 @@ from channels_app.selectors import (
     channel_after_check,
     channel_get,
     channel_list,
-    channels_visible_to,
     unread_count,
 )
 from channels_app.services import cursor_get
@@ -359,28 +359,13 @@ PRESENCE_ROWS = 5000
 @login_required
 @require_http_methods(["GET"])
 def agents(request: HttpRequest) -> HttpResponse:
-    """Every agent with its presence across the channels I may see: last seen, the latest
-    status event, the latest capabilities."""
+    """Every agent with its presence across the channels I may see (``presence_seen_by``):
+    last active, the latest status event, the latest capabilities. Nothing of what an agent
+    did where I may not look (not the token's last use, ``Agent.last_seen``, which is)."""
     me = human_agent(request.user)
-    visible = channels_visible_to(me.name)
-    rows = (
-        Presence.objects.filter(channel__in=visible)
-        .select_related("channel")
-        .order_by("-last_sent_at")[:PRESENCE_ROWS]
-    )
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        seen = latest.setdefault(
-            row.agent, {"last_sent_at": row.last_sent_at, "channel": row.channel.name}
-        )
-        if "status" not in seen and row.status:
-            seen.update(status=row.status, detail=row.detail, status_channel=row.channel.name)
-        if "primitives" not in seen and row.primitives is not None:
-            seen.update(primitives=row.primitives, harness=row.harness)
+    latest = presence_seen_by(viewer=me.name, limit=PRESENCE_ROWS)
     people = []
-    for item in Agent.objects.order_by("name").values("name", "kind", "harness", "last_seen")[
-        :PRESENCE_ROWS
-    ]:
+    for item in Agent.objects.order_by("name").values("name", "kind", "harness")[:PRESENCE_ROWS]:
         people.append({**item, **latest.pop(item["name"], {})})
     people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
     return render(request, "dashboard/agents.html", {"agent": me, "people": people})

@@ -38,10 +38,13 @@ def _lstat(path: Path) -> os.stat_result | None:
 @dataclass
 class Files:
     """Writes and removals under one root, counted. ``written`` and ``removed`` count files
-    (a removed directory counts the files it held, and one for itself when it held none)."""
+    (a removed directory counts the files it held, and one for itself when it held none).
+    ``touched`` is every path written or removed (a removed directory as itself): what
+    ``--git-commit`` stages, and nothing else."""
 
     written: int = 0
     removed: int = 0
+    touched: set[Path] = field(default_factory=set)
     _dirs: set[Path] = field(default_factory=set)
 
     def write(self, path: Path, data: bytes, mode: int) -> int:
@@ -69,6 +72,7 @@ class Files:
             temp.unlink(missing_ok=True)
             raise
         self._dirs.add(path.parent)
+        self.touched.add(path)
         self.written += 1
         return os.lstat(path).st_ctime_ns
 
@@ -99,6 +103,7 @@ class Files:
         finally:
             os.close(fd)
         self._dirs.add(path.parent)
+        self.touched.add(path)
         self.written += 1
         return True
 
@@ -126,6 +131,7 @@ class Files:
             count = 1
             path.unlink()
         self._dirs.add(path.parent)
+        self.touched.add(path)
         self.removed += count
         return count
 

@@ -1,8 +1,21 @@
-"""``sync_folder --git-commit``: the synced root as a git repository, one commit per sync that
-changed something, its message saying what changed."""
+"""``sync_folder --git-commit``: one commit per sync that changed something, its message saying
+what changed, of the sync's own files only.
+
+The root is a repository of its own (``git init`` when it is none) or a folder inside a larger
+one. Either way the repository may hold a person's work: files the sync never wrote (a
+``.env``, a hidden folder at the root), changes they staged, untracked files. So the commit
+stages exactly the paths this sync wrote or removed (``SyncReport.paths``, as literal
+pathspecs: a file name with ``*`` or ``:`` is only itself), commits only those paths
+(``git commit --only``, which leaves every other entry of the index as the person left it)
+and runs the repository's hooks unless asked not to. A commit that fails (a hook that refuses
+it) leaves the files written and the sync's paths unstaged again; they are kept in the sync's
+state (``.agentchat-sync/git-pending``) and committed with the next sync's, so a change is
+never left out of the history because its own commit failed once.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -12,37 +25,66 @@ from agentchat.folder.sync import SYNC_DIR, SyncReport
 # Used only when git knows no identity of its own (no user.name / user.email configured).
 AUTHOR = ("agentchat sync_folder", "sync@agentchat.invalid")
 GIT_TIMEOUT = 600
+PENDING_FILE = "git-pending"
+# The hooks that can refuse a commit (githooks(5)).
+_COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg")
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def _env() -> dict[str, str]:
+    # Every pathspec is a path: no globs, no magic (``:(exclude)``), whatever a name holds.
+    return {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}
+
+
+def _git(
+    root: Path, *args: str, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     try:
         result = subprocess.run(
             ["git", "-C", str(root), *args],
+            input=stdin,
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT,
             check=False,
+            env=_env(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise AppError("SYNC_GIT_FAILED", f"git {args[0]}: {exc}") from exc
     if check and result.returncode != 0:
         raise AppError(
             "SYNC_GIT_FAILED",
-            f"git {' '.join(args[:2])} failed: {(result.stderr or result.stdout).strip()[:500]}",
+            f"git {' '.join(args[:2])} failed: {_output(result)}",
         )
     return result
 
 
+def _output(result: subprocess.CompletedProcess[str]) -> str:
+    return (result.stderr.strip() or result.stdout.strip())[-2000:]
+
+
+def _git_path(root: Path, name: str) -> str:
+    """The absolute path of ``name`` in the repository's git directory (worktrees and
+    core.hooksPath resolved as git resolves them)."""
+    return _git(root, "rev-parse", "--path-format=absolute", "--git-path", name).stdout.strip()
+
+
+def _inside_work_tree(root: Path) -> bool:
+    result = _git(root, "rev-parse", "--is-inside-work-tree", check=False)
+    return result.returncode == 0 and result.stdout.strip() == "true"
+
+
 def git_prepare(root: Path) -> None:
-    """Make ``root`` a repository if it is not one, keeping the sync's own state out of it.
-    Raises SYNC_GIT_FAILED."""
-    if not (root / ".git").exists():
+    """Make ``root`` a repository unless it is one or lies inside one, keeping the sync's own
+    state out of it (``info/exclude``). Raises SYNC_GIT_FAILED."""
+    if not _inside_work_tree(root):
         _git(root, "init", "-q")
-    exclude = root / ".git" / "info" / "exclude"
+    prefix = _git(root, "rev-parse", "--show-prefix").stdout.strip()
+    exclude = Path(_git_path(root, "info/exclude"))
+    pattern = f"/{prefix}{SYNC_DIR}/"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     lines = exclude.read_text().splitlines() if exclude.exists() else []
-    if f"/{SYNC_DIR}/" not in lines:
-        exclude.write_text("\n".join([*lines, f"/{SYNC_DIR}/"]) + "\n")
+    if pattern not in lines:
+        exclude.write_text("\n".join([*lines, pattern]) + "\n")
 
 
 def commit_message(report: SyncReport) -> str:
@@ -52,28 +94,135 @@ def commit_message(report: SyncReport) -> str:
     head = f"sync: {len(changed)} channel(s), {report.written} written, {report.removed} removed"
     if len(lines) == 1:
         head = f"sync {lines[0]}"
-    if not lines:  # the files were already there, only not committed
-        return "sync: the folder as the database has it\n"
+    if not lines:  # only what an earlier sync wrote and could not commit
+        return "sync: what an earlier sync wrote\n"
     return head + "\n\n" + "\n".join(lines) + "\n"
 
 
-def git_commit(root: Path, report: SyncReport) -> str | None:
-    """Commit everything the sync changed; None (no commit) when the tree is as committed.
-    Returns the new commit's id. Raises SYNC_GIT_FAILED."""
-    _git(root, "add", "--all", ".")
-    if _git(root, "diff", "--cached", "--quiet", check=False).returncode == 0:
+def _relative(root: Path, paths: set[Path]) -> list[str]:
+    """The paths under ``root`` (relative to it), never the sync's own state."""
+    out = []
+    for path in paths:
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(root)
+        except ValueError:
+            continue
+        if rel.parts and rel.parts[0] != SYNC_DIR:
+            out.append(rel.as_posix())
+    return sorted(out)
+
+
+def _pending_load(root: Path) -> list[str]:
+    try:
+        raw = (root / SYNC_DIR / PENDING_FILE).read_bytes()
+    except OSError:
+        return []
+    return [part for part in raw.decode("utf-8", "surrogateescape").split("\0") if part]
+
+
+def _pending_save(root: Path, paths: list[str]) -> None:
+    target = root / SYNC_DIR / PENDING_FILE
+    if not paths:
+        target.unlink(missing_ok=True)
+        return
+    target.write_bytes("\0".join(paths).encode("utf-8", "surrogateescape"))
+
+
+def _nul(paths: list[str]) -> str:
+    return "".join(f"{path}\0" for path in paths)
+
+
+def _hooks_present(root: Path) -> bool:
+    for hook in _COMMIT_HOOKS:
+        path = Path(_git_path(root, f"hooks/{hook}"))  # core.hooksPath counts
+        if path.is_file() and os.access(path, os.X_OK):
+            return True
+    return False
+
+
+def _unstage(root: Path, paths: list[str], *, has_head: bool) -> None:
+    """Put the index entries of ``paths`` back as HEAD has them (none: no entry)."""
+    if has_head:
+        _git(
+            root, "reset", "-q", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=_nul(paths)
+        )
+    else:
+        _git(
+            root,
+            *("rm", "-r", "-q", "--cached", "--ignore-unmatch"),
+            *("--pathspec-from-file=-", "--pathspec-file-nul"),
+            stdin=_nul(paths),
+        )
+
+
+def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | None:
+    """Commit what the sync wrote or removed, and nothing else; None (no commit) when that
+    changed nothing git tracks. ``verify=False`` skips the commit hooks (``--no-verify``).
+    Returns the new commit's id. Raises SYNC_GIT_FAILED, SYNC_GIT_HOOK_FAILED (a hook refused
+    the commit: the files stay written, the paths unstaged, and the next sync commits them)."""
+    root = Path(os.path.abspath(root))
+    paths = sorted({*_relative(root, report.paths), *_pending_load(root)})
+    if not paths:
+        return None
+    # Every command runs at the top of the work tree with paths from there: from a
+    # subdirectory, git rm --pathspec-from-file takes the directory itself for a pathspec too.
+    top = Path(_git(root, "rev-parse", "--show-toplevel").stdout.strip())
+    prefix = _git(root, "rev-parse", "--show-prefix").stdout.strip()
+    present = [prefix + path for path in paths if os.path.lexists(root / path)]
+    gone = [prefix + path for path in paths if not os.path.lexists(root / path)]
+    if present:
+        _git(
+            top,
+            *("add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"),
+            stdin=_nul(present),
+        )
+    if gone:
+        _git(
+            top,
+            *("rm", "-r", "-q", "--cached", "--ignore-unmatch"),
+            *("--pathspec-from-file=-", "--pathspec-file-nul"),
+            stdin=_nul(gone),
+        )
+    has_head = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0
+    # What now differs from HEAD among our paths (a removed directory: every file under it).
+    if has_head:
+        listed = _git(top, "diff", "--cached", "--name-only", "--no-renames", "-z").stdout
+    else:
+        listed = _git(top, "ls-files", "-z", "--cached").stdout
+    ours = {*present, *gone}
+    changed = [
+        name
+        for name in listed.split("\0")
+        if name and any(p in ours for p in (name, *(a.as_posix() for a in Path(name).parents)))
+    ]
+    if not changed:
+        _pending_save(root, [])
         return None
     identity: list[str] = []
-    if _git(root, "config", "user.email", check=False).returncode != 0:
+    if _git(top, "config", "user.email", check=False).returncode != 0:
         identity = ["-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}"]
-    result = subprocess.run(
-        ["git", "-C", str(root), *identity, "commit", "-q", "--no-verify", "-F", "-"],
-        input=commit_message(report),
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
+    message_file = root / SYNC_DIR / "git-message"
+    message_file.write_text(commit_message(report))
+    result = _git(
+        top,
+        *identity,
+        *("commit", "-q", "--only", "-F", str(message_file)),
+        *([] if verify else ["--no-verify"]),
+        *("--pathspec-from-file=-", "--pathspec-file-nul"),
+        stdin=_nul(sorted(changed)),
         check=False,
     )
+    message_file.unlink(missing_ok=True)
     if result.returncode != 0:
-        raise AppError("SYNC_GIT_FAILED", f"git commit failed: {result.stderr.strip()[:500]}")
-    return _git(root, "rev-parse", "HEAD").stdout.strip()
+        _unstage(top, changed, has_head=has_head)
+        _pending_save(root, paths)
+        if verify and _hooks_present(top):
+            raise AppError(
+                "SYNC_GIT_HOOK_FAILED",
+                "a git hook refused the sync's commit (the files are written and will be "
+                "committed with the next sync's; --git-no-verify skips the hooks): "
+                + _output(result),
+            )
+        raise AppError("SYNC_GIT_FAILED", f"git commit failed: {_output(result)}")
+    _pending_save(root, [])
+    return _git(top, "rev-parse", "HEAD").stdout.strip()

@@ -120,6 +120,8 @@ class ChannelReport:
     cursors: set[str] = field(default_factory=set)
     markers: set[str] = field(default_factory=set)
     other: set[str] = field(default_factory=set)
+    # The absolute paths written or removed (``Files.touched``): what --git-commit stages.
+    paths: set[Path] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def changed(self) -> bool:
@@ -179,6 +181,11 @@ class SyncReport:
     @property
     def changed(self) -> list[ChannelReport]:
         return [r for r in self.channels if r.changed]
+
+    @property
+    def paths(self) -> set[Path]:
+        """Every path this sync wrote or removed."""
+        return {path for r in self.channels for path in r.paths}
 
     def summary(self) -> str:
         """The command's last line: totals, then each channel that changed."""
@@ -293,6 +300,7 @@ class _ChannelSync:
     def _count(self) -> None:
         self.report.written = self.files.written
         self.report.removed = self.files.removed
+        self.report.paths = self.files.touched
 
     # -- messages
 
@@ -559,7 +567,7 @@ def _prune_root(root: Path, state: Path, names: set[str]) -> list[ChannelReport]
         gone = sorted(e.name for e in entries if not e.name.startswith(".") and e.name not in names)
     for name in gone:
         removed = files.remove(root / name)
-        reports.append(ChannelReport(name, removed=removed, deleted=True))
+        reports.append(ChannelReport(name, removed=removed, deleted=True, paths={root / name}))
     with os.scandir(state / "channels") as entries:
         stale = [e.name for e in entries if e.name.removesuffix(".json") not in names]
     for name in stale:

@@ -81,7 +81,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--git-commit",
             action="store_true",
-            help="DIR is (or becomes) a git repository: commit each sync that changed something",
+            help="DIR is (or becomes) a git repository, or lies in one: commit the files each "
+            "sync wrote or removed (only those), when it changed something",
+        )
+        parser.add_argument(
+            "--git-no-verify",
+            action="store_true",
+            help="with --git-commit: skip the repository's commit hooks (git commit --no-verify)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -103,7 +109,11 @@ class Command(BaseCommand):
             first[0] = False
             line = report.summary()
             if options["git_commit"]:
-                commit = git_commit(root, report)
+                try:
+                    commit = git_commit(root, report, verify=not options["git_no_verify"])
+                except AppError:
+                    self.stdout.write(line)  # the files are written: say so, then why no commit
+                    raise
                 if commit:
                     line += f" - committed {commit[:12]}"
             if report.changed or not options["follow"]:
