@@ -215,7 +215,7 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
         data=mapped.get("data"),
         metadata=mapped.get("metadata", {}),
         frontmatter=extra,
-        sender_kind=mapped.get("sender_kind", "agent"),
+        claimed_sender_kind=mapped.get("sender_kind", ""),
     )
     return ParsedMessage(message, event)
 
