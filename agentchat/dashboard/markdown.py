@@ -63,10 +63,10 @@ _PARSER.add_render_rule("s_close", lambda *args: "</del>")
 
 def _mark(match: re.Match[str]) -> str:
     char = match.group()
-    code = f"U+{ord(char):04X}"
+    point = f"U+{ord(char):04X}"
     name = unicodedata.name(char, "")
-    title = f"{code} {name}" if name else code
-    return f'<span class="{INVISIBLE_CLASS}" title="{title}">{code}</span>'
+    title = f"{point} {name}" if name else point
+    return f'<span class="{INVISIBLE_CLASS}" title="{title}">{point}</span>'
 
 
 # In markdown-it's output every literal ``<`` opens a tag and ``>`` closes it: text and
