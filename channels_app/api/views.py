@@ -172,7 +172,12 @@ class MessageListPostApi(APIView):
     @extend_schema(
         operation_id="messages_post",
         extensions=raises(
-            *s.INPUT_CODES, "INVALID_NAME", "SENDER_MISMATCH", "REPLY_TO_NOT_FOUND", "ID_CONFLICT"
+            *s.INPUT_CODES,
+            "INVALID_NAME",
+            "SENDER_MISMATCH",
+            "REPLY_TO_NOT_FOUND",
+            "ID_CONFLICT",
+            "STATUS_RESERVED",
         ),
         request=s.MessagePostInput,
         responses={201: s.MessageOutput, 200: s.MessageOutput},

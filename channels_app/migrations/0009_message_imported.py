@@ -51,8 +51,6 @@ class Migration(migrations.Migration):
             name="imported",
             field=models.BooleanField(default=False),
         ),
-        migrations.RunPython(search_triggers_again, migrations.RunPython.noop),
-        migrations.RunPython(imported_mark, migrations.RunPython.noop, elidable=True),
         migrations.AddIndex(
             model_name="message",
             index=models.Index(
@@ -65,4 +63,8 @@ class Migration(migrations.Migration):
                 name="message_approval_deciders",
             ),
         ),
+        # The data last: on PostgreSQL no schema change may follow an update in the same
+        # transaction (its deferred foreign-key checks are still pending).
+        migrations.RunPython(search_triggers_again, migrations.RunPython.noop),
+        migrations.RunPython(imported_mark, migrations.RunPython.noop, elidable=True),
     ]
