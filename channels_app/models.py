@@ -9,6 +9,7 @@ from django.db.models import Lookup
 from django.db.models.functions import Lower
 
 from agentchat.core.models import Agent
+from channels_app.approval_rule import ANSWER_CONDITION, APPROVAL_REQUEST
 
 
 class NameListHas(Lookup):
@@ -84,11 +85,20 @@ class Message(models.Model):
     seq = models.BigIntegerField()
     # An agent name; messages imported from a reference folder may carry free text.
     sender = models.CharField(max_length=200, db_index=True)
-    # Provenance (issue 11): whether a person or an agent sent it, taken from the sender's
-    # identity on the server when it was posted (Agent.kind), never from the request.
+    # Provenance: whether a person or an agent sent it, taken from the sender's identity on
+    # the server when it was posted (Agent.kind), never from the request. Always "agent" for
+    # an imported message: a file can claim anything, and no identity here vouches for it.
     sender_kind = models.CharField(
         max_length=8, choices=[("agent", "agent"), ("human", "human")], default="agent"
     )
+    # Came from a folder (``import_folder``), not posted here: its text is the file's, its
+    # sender and status are what the file says, and it never counts as a person's answer
+    # (``approval_rule``) nor as the server's audit (its kind is never ``audit``).
+    imported = models.BooleanField(default=False)
+    # What an imported file's ``sender_kind`` key said ("human"; "" when it said nothing):
+    # written back by the folder sync where the file had it, so an import round-trips, and
+    # read as nothing else (no provenance, no approval).
+    claimed_sender_kind = models.CharField(max_length=8, blank=True, default="")
     # Recipients; [] is a broadcast.
     to = models.JSONField(default=list, blank=True)
     # ",bob,carol," (or "" for a broadcast): lets the database pre-filter relevance.
@@ -133,16 +143,17 @@ class Message(models.Model):
                 condition=models.Q(kind="event"),
                 name="message_event_status_seq",
             ),
-            # Approvals (selectors.approvals_pending): the requests, and the answers to them.
+            # Approvals (channels_app.approvals): the requests, and the answers that may decide
+            # one (channels_app.approval_rule).
             models.Index(
                 fields=["ts", "id"],
-                condition=models.Q(status="needs-approval"),
+                condition=models.Q(status=APPROVAL_REQUEST),
                 name="message_approval_requests",
             ),
             models.Index(
                 fields=["channel", "reply_to"],
-                condition=models.Q(status__in=["approved", "rejected"]),
-                name="message_approval_answers",
+                condition=ANSWER_CONDITION,
+                name="message_approval_deciders",
             ),
         ]
 

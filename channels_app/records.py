@@ -42,25 +42,34 @@ def channel_to_dict(channel: Channel) -> dict[str, Any]:
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    return {
+    """A message as the API spells it. ``"imported": true`` follows ``sender_kind`` only on a
+    message imported from a folder (every other message's bytes stay as they were)."""
+    record: dict[str, Any] = {
         "seq": message.seq,
         "id": message.id,
         "channel": message.channel.name,
         "from": message.sender,
         "sender_kind": message.sender_kind,
-        "to": list(message.to),
-        "reply_to": message.reply_to,
-        "status": message.status,
-        "title": message.title,
-        "body": message.body,
-        "ts": message_ts(message),
-        "kind": message.kind,
-        "conversation_id": message.conversation_id or None,
-        "correlation_id": message.correlation_id or None,
-        "data": message.data,
-        "content_type": message.content_type or None,
-        "metadata": message.metadata,
     }
+    if message.imported:
+        record["imported"] = True
+    record.update(
+        {
+            "to": list(message.to),
+            "reply_to": message.reply_to,
+            "status": message.status,
+            "title": message.title,
+            "body": message.body,
+            "ts": message_ts(message),
+            "kind": message.kind,
+            "conversation_id": message.conversation_id or None,
+            "correlation_id": message.correlation_id or None,
+            "data": message.data,
+            "content_type": message.content_type or None,
+            "metadata": message.metadata,
+        }
+    )
+    return record
 
 
 def message_json(message: Message) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from agentchat.core.errors import AppError
@@ -398,50 +398,3 @@ def presence_list(*, channel: Channel, viewer: str) -> list[PresenceItem]:
         PresenceItem(name, rows.get(name), *cursors.get(name, (None, None)))
         for name in sorted({*rows, *cursors})
     ]
-
-
-# Approvals (SPEC §9's governance profile, issue 11): a message with status ``needs-approval``
-# is a request; it is pending until a reply to it (``reply_to``) with an answer status exists,
-# from the channel's maintainer when the channel names one (anyone's otherwise).
-APPROVAL_REQUEST = "needs-approval"
-APPROVAL_ANSWERS = ("approved", "rejected")
-APPROVALS_MAX = 1000
-
-
-def _approvals_pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
-    answered = Message.objects.filter(
-        channel=OuterRef("channel"), reply_to=OuterRef("seq"), status__in=APPROVAL_ANSWERS
-    ).filter(Q(channel__maintainer="") | Q(sender=F("channel__maintainer")))
-    rows = Message.objects.filter(status=APPROVAL_REQUEST)
-    if channel is None:
-        rows = rows.filter(channel__in=channels_visible_to(viewer))
-    else:
-        rows = rows.filter(channel=channel)
-    return rows.exclude(Exists(answered))
-
-
-def approvals_pending(
-    *, viewer: str, limit: int = APPROVALS_MAX, channel: Channel | None = None
-) -> tuple[list[Message], bool]:
-    """The pending requests ``viewer`` may see (of ``channel``, which the caller looked up as
-    ``viewer``, or of every channel), oldest first, at most ``limit``; and whether more
-    remain."""
-    rows = _approvals_pending(viewer, channel).select_related("channel").order_by("ts", "id")
-    found = list(rows[: limit + 1])
-    return found[:limit], len(found) > limit
-
-
-def approvals_pending_among(*, channel: Channel, seqs: Iterable[int]) -> set[int]:
-    """Which of ``seqs`` (messages of ``channel``, looked up by its viewer) are pending
-    requests: one query, for a page of messages."""
-    wanted = list(seqs)
-    if not wanted:
-        return set()
-    rows = _approvals_pending("", channel).filter(seq__in=wanted)
-    return set(rows.values_list("seq", flat=True))
-
-
-def approvals_pending_count(*, viewer: str) -> int:
-    """How many requests are pending for ``viewer`` (the dashboard's navigation), counted up
-    to APPROVALS_MAX + 1."""
-    return _approvals_pending(viewer, None).order_by()[: APPROVALS_MAX + 1].count()

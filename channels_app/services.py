@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from agentchat.core.audit import AUDIT_STATUSES, is_reserved
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError, ClientGone
 from agentchat.core.models import Agent, ApiToken
@@ -81,8 +82,9 @@ def members_normalize(members: Iterable[str]) -> list[str]:
 
 
 def topic_check(topic: object) -> str:
-    """Raises INVALID_VALUE (also over TOPIC_MAX characters), FIELD_TOO_LARGE."""
-    return text_check(topic, field="topic", max_chars=TOPIC_MAX)
+    """Raises INVALID_VALUE (also over TOPIC_MAX characters), FIELD_TOO_LARGE,
+    INVISIBLE_CHARACTER (a topic may span lines, but is a title of sorts)."""
+    return text_check(topic, field="topic", max_chars=TOPIC_MAX, visible=True)
 
 
 def roster_check(*, visibility: str, members: list[str]) -> None:
@@ -338,8 +340,12 @@ def message_post(
     caller that holds the sender's Agent passes it, else it is looked up by name (a sender that
     is no agent, such as an admin's user name, counts as an agent).
 
+    A status of the server's audit messages (``agentchat.core.audit``) belongs to
+    ``audit_post`` only: a client's message so labelled would read as the server's record.
+
     The sender's presence row (its last activity) is written in the same transaction.
-    Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND, ID_CONFLICT.
+    Raises INVALID_NAME, INVALID_VALUE, STATUS_RESERVED, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND,
+    ID_CONFLICT.
     """
     text_check(title, field="title", single_line=True, allow_empty=False, max_chars=TITLE_MAX)
     text_check(body, field="body")
@@ -349,6 +355,12 @@ def message_post(
             "INVALID_VALUE",
             f"status {events.STATUS_PREFIX}* is reserved for events (POST …/events/)",
             detail={"field": "status"},
+        )
+    if kind != Message.Kind.AUDIT and is_reserved(status):
+        raise AppError(
+            "STATUS_RESERVED",
+            f"status {status.strip()!r} is reserved for the server's audit messages",
+            detail={"field": "status", "status": status},
         )
     for field, value in (
         ("conversation_id", conversation_id),
@@ -537,8 +549,11 @@ def audit_post(
     The reference CLI's format (REFERENCE-CLI §3.13): a broadcast whose status is the event,
     titled ``<event> <subject>`` (the event alone when ``subject`` is None), with the payload
     as key-sorted, indented JSON. ``ts`` (default now) lets the message carry the instant its
-    payload names.
+    payload names. ``event`` must be one of ``agentchat.core.audit.AUDIT_STATUSES`` (the one
+    list of the statuses clients may not take).
     """
+    if event not in AUDIT_STATUSES:
+        raise ValueError(f"audit event {event!r} is not in agentchat.core.audit.AUDIT_STATUSES")
     message, _ = message_post(
         channel=channel,
         sender=actor,
@@ -785,18 +800,16 @@ def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
 
 # --- the folder import (agentchat.folder.load): rows as a reference folder spelled them ------
 
-# Statuses of audit messages as their writers spell them: the reference's task, lease, path
-# and state events, and this server's channel.updated.
-AUDIT_STATUS_PREFIXES = ("task.", "lease.", "path.", "state.", "channel.")
 IMPORT_BATCH = 500
 
 
 def message_kind_of(status: str) -> str:
-    """An imported message's kind, judged by its status as the reference labels them."""
+    """An imported message's kind, judged by its status as the reference labels them: an
+    event (``event.*``, checked as one by the import) or a message. Never ``audit``: an
+    audit-shaped file (``task.created``…) is a message someone wrote into a folder, not a
+    record this server made."""
     if status.startswith(events.STATUS_PREFIX):
         return Message.Kind.EVENT
-    if status.startswith(AUDIT_STATUS_PREFIXES):
-        return Message.Kind.AUDIT
     return Message.Kind.MESSAGE
 
 
@@ -820,7 +833,9 @@ class ImportedMessage(NamedTuple):
     data: Any
     metadata: dict[str, str]
     frontmatter: list[list[str]]
-    sender_kind: str = "agent"  # "human" when the file says so (our own extra key)
+    # What the file's sender_kind key claimed ("human"; "" for none): kept for the sync to
+    # write back (Message.claimed_sender_kind), never the stored provenance.
+    claimed_sender_kind: str = ""
 
 
 class ImportedPresence(NamedTuple):
@@ -893,7 +908,8 @@ def channel_import(
 
 
 def messages_import(*, channel: Channel, messages: Iterable[ImportedMessage]) -> int:
-    """Store messages with the seq, sender, times and text their files had (no seq is
+    """Store messages with the seq, sender, times and text their files had, marked imported
+    (``Message.imported``: no provenance, no audit; see ``message_kind_of``) (no seq is
     allocated: the channel's counter is set by ``channel_import``), in batches, in the caller's
     transaction. Returns how many. Raises ID_CONFLICT (a message id is taken, naming the file)."""
     count = 0
@@ -924,7 +940,11 @@ def messages_import(*, channel: Channel, messages: Iterable[ImportedMessage]) ->
             channel=channel,
             seq=item.seq,
             sender=item.sender,
-            sender_kind=item.sender_kind,
+            # A file's claim is no identity: every imported message is an agent's, marked
+            # imported (channels_app.approval_rule never counts it as a person's answer).
+            sender_kind=Agent.Kind.AGENT,
+            imported=True,
+            claimed_sender_kind=item.claimed_sender_kind,
             to=item.to,
             recipients=recipients_column(item.to),
             reply_to=item.reply_to,

@@ -25,6 +25,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from agentchat.core.errors import ERRORS, AppError, error_render
 from agentchat.core.validation import (
     field_size_check,
+    invisible_problem,
     json_loads_strict,
     text_problem,
 )
@@ -90,6 +91,8 @@ class StrictCharField(Documented, serializers.CharField):
         problem = text_problem(data, single_line=self.single_line)
         if problem is not None:
             raise serializers.ValidationError(problem, code="INVALID_VALUE")
+        if self.single_line and (problem := invisible_problem(data)) is not None:
+            raise serializers.ValidationError(problem, code="INVISIBLE_CHARACTER")
         return super().to_internal_value(data)
 
 

@@ -57,6 +57,17 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("MISSING_FIELD", 400, "a required field is missing"),
     ("INVALID_TYPE", 400, "a field has the wrong JSON type"),
     ("INVALID_VALUE", 400, "a field's value is out of its range or rules"),
+    (
+        "INVISIBLE_CHARACTER",
+        400,
+        "a one-line field (name, title, status, topic, reason) holds an invisible or "
+        "direction-changing character (Unicode Cf: U+202E, U+200D, U+FEFF...)",
+    ),
+    (
+        "STATUS_RESERVED",
+        400,
+        "a message's status is one the server's own audit messages use (task.created...)",
+    ),
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
     ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),
     ("INVALID_TIMEOUT", 400, "a wait timeout is not a number of seconds in range"),

@@ -260,7 +260,14 @@ COMMON_CODES = (
     "INTERNAL_ERROR",
 )
 # Operations that read a JSON body (the parser runs before the view).
-BODY_CODES = ("INVALID_JSON", "INVALID_TEXT", "JSON_TOO_DEEP", "UNSUPPORTED_MEDIA_TYPE")
+# INVISIBLE_CHARACTER: any one-line text field of a body (agentchat.core.validation).
+BODY_CODES = (
+    "INVALID_JSON",
+    "INVALID_TEXT",
+    "JSON_TOO_DEEP",
+    "UNSUPPORTED_MEDIA_TYPE",
+    "INVISIBLE_CHARACTER",
+)
 BODY_METHODS = frozenset({"post", "put", "patch"})
 # Operations with path parameters: a part that does not fit the route (a '/' in it) is no route.
 PATH_CODES = ("NOT_FOUND",)

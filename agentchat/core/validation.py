@@ -10,6 +10,11 @@
 - Integers from text (query parameters, path parts): ``int_parse`` takes ASCII digits only,
   at most ``MAX_INT_DIGITS`` of them (``int("²")`` and 4,300-digit numbers both crashed before).
 - Sizes: ``field_size_check``.
+- Invisible characters: one-line fields (and topics) also refuse the bidirectional controls and
+  every invisible format character (Unicode category Cf: U+202E RIGHT-TO-LEFT OVERRIDE,
+  U+200D ZERO WIDTH JOINER, U+FEFF BYTE ORDER MARK…) with INVISIBLE_CHARACTER: a name or title
+  that reads one way on screen and compares another is a spoof. Bodies keep them (the
+  dashboard shows each one as a visible mark: ``agentchat.dashboard.markdown``).
 
 Services call these too (not only the API), because the admin, management commands and the
 coming folder import reach services without the REST layer.
@@ -35,6 +40,20 @@ _NEVER = re.compile("[\x00\ud800-\udfff]")
 # One-line fields: every C0 control, DEL, every C1 control (NEL is U+0085), and the Unicode
 # line and paragraph separators.
 _NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# Every character of Unicode category Cf (format: invisible, or steering the text's direction),
+# as ranges; a test checks the class against ``unicodedata``. The bidirectional controls
+# (U+061C, U+200E-200F, U+202A-202E, U+2066-2069) are among them. Later Unicode versions may
+# add Cf characters inside these blocks, so the Egyptian hieroglyph controls take their block.
+INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+INVISIBLE = re.compile(
+    "[" + "".join(f"{chr(a)}-{chr(b)}" if a != b else chr(a) for a, b in INVISIBLE_RANGES) + "]"
+)
 # A body can hold a lone surrogate or a NUL only through a \u escape (raw UTF-8 cannot encode a
 # surrogate, and JSON forbids raw control characters in strings): bodies without one skip the
 # walk.
@@ -58,6 +77,14 @@ def text_problem(value: str, *, single_line: bool = False) -> str | None:
     return f"must be one line without control characters (found {_describe(char)})"
 
 
+def invisible_problem(value: str) -> str | None:
+    """Why ``value`` may not be a one-line field for its invisible characters, or None."""
+    bad = INVISIBLE.search(value)
+    if bad is None:
+        return None
+    return f"contains an invisible or direction-changing character ({_describe(bad.group())})"
+
+
 def field_size_check(name: str, value: str) -> None:
     """Raises FIELD_TOO_LARGE when ``value`` is over AGENTCHAT_MAX_FIELD_BYTES in UTF-8."""
     limit = settings.AGENTCHAT_MAX_FIELD_BYTES
@@ -77,15 +104,25 @@ def text_check(
     single_line: bool = False,
     max_chars: int | None = None,
     allow_empty: bool = True,
+    visible: bool | None = None,
 ) -> str:
     """``value`` as stored text. Raises ``code`` (not a string, empty when ``allow_empty`` is
-    false, over ``max_chars``, or ``text_problem``) or FIELD_TOO_LARGE."""
+    false, over ``max_chars``, or ``text_problem``), FIELD_TOO_LARGE, or INVISIBLE_CHARACTER
+    (``invisible_problem``) when ``visible`` (by default: a one-line field)."""
     if not isinstance(value, str):
         raise AppError(code, f"{field} must be a string", detail={"field": field})
     field_size_check(field, value)
     problem = text_problem(value, single_line=single_line)
     if problem is not None:
         raise AppError(code, f"{field} {problem}", detail={"field": field})
+    if (single_line if visible is None else visible) and (
+        invisible := invisible_problem(value)
+    ) is not None:
+        raise AppError(
+            "INVISIBLE_CHARACTER",
+            f"{field} {invisible}",
+            detail={"field": field, "char": invisible.rsplit("(", 1)[1].rstrip(")")},
+        )
     if not allow_empty and not value.strip():
         raise AppError(code, f"{field} must not be empty", detail={"field": field})
     if max_chars is not None and len(value) > max_chars:

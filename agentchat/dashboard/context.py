@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from agentchat.core.models import Agent
-from channels_app.selectors import approvals_pending_count
+from channels_app.approvals import approvals_pending_count
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from django import template
 from django.utils.timesince import timesince, timeuntil
 
 from agentchat.core import clock
+from agentchat.dashboard.markdown import text_html
 
 register = template.Library()
 
@@ -36,3 +37,10 @@ def until(value: datetime | None) -> str:
     if (value - now).total_seconds() < 60:
         return "in less than a minute"
     return f"in {timeuntil(value, depth=1)}"
+
+
+@register.filter
+def visible(value: object) -> str:
+    """A title or name escaped, each invisible or direction-changing character shown as a
+    marked ``U+XXXX`` (``markdown.text_html``)."""
+    return text_html("" if value is None else str(value))

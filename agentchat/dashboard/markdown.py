@@ -9,23 +9,36 @@ HTML made here; a message's raw body never reaches the browser as markup.
 - nh3 (the ammonia sanitizer) keeps only the tags and attributes below, and links only with the
   schemes http, https and mailto (relative links stay); every link gets
   ``rel="noopener noreferrer nofollow"``. No class, style or id from a message survives.
+- Invisible and direction-changing characters (``agentchat.core.validation.INVISIBLE``: U+202E,
+  U+200D, U+FEFF…), which a body may hold, are shown as a visible mark,
+  ``<span class="invisible-char" title="U+202E RIGHT-TO-LEFT OVERRIDE">U+202E</span>``, instead of
+  reordering or hiding the text around them. The marks are made before the sanitizer, which
+  lets through only that class on a ``span`` (raw HTML being off, no message can write one).
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Any
 
 import nh3
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
+
+from agentchat.core.validation import INVISIBLE
 
 TAGS = frozenset(
     {
         "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code",
         "pre", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+        "span",
     }
 )  # fmt: skip
-ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
+ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "span": {"title"}}
+INVISIBLE_CLASS = "invisible-char"
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 LINK_REL = "noopener noreferrer nofollow"
 
@@ -48,12 +61,41 @@ _PARSER.add_render_rule("s_open", lambda *args: "<del>")
 _PARSER.add_render_rule("s_close", lambda *args: "</del>")
 
 
+def _mark(match: re.Match[str]) -> str:
+    char = match.group()
+    point = f"U+{ord(char):04X}"
+    name = unicodedata.name(char, "")
+    title = f"{point} {name}" if name else point
+    return f'<span class="{INVISIBLE_CLASS}" title="{title}">{point}</span>'
+
+
+# In markdown-it's output every literal ``<`` opens a tag and ``>`` closes it: text and
+# attribute values have them escaped.
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def invisible_marked(html: str) -> str:
+    """``html`` (escaped text and tags, as markdown-it or ``escape`` writes it) with every
+    invisible character of its text replaced by its visible mark, and dropped from its tags'
+    attributes (a link's title), where no mark can go."""
+    parts = _TAG.split(html)
+    for index, part in enumerate(parts):
+        parts[index] = INVISIBLE.sub("", part) if index % 2 else INVISIBLE.sub(_mark, part)
+    return "".join(parts)
+
+
+def text_html(text: str) -> SafeString:
+    """A one-line text (a title, a name) escaped, its invisible characters marked."""
+    return mark_safe(invisible_marked(escape(text)))  # escaped; marks are our own markup
+
+
 def markdown_html(body: str) -> str:
     """A message body as sanitized HTML."""
     return nh3.clean(
-        _PARSER.render(body),
+        invisible_marked(_PARSER.render(body)),
         tags=set(TAGS),
         attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
+        allowed_classes={"span": {INVISIBLE_CLASS}},
         url_schemes=set(URL_SCHEMES),
         link_rel=LINK_REL,
         strip_comments=True,

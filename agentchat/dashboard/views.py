@@ -28,13 +28,12 @@ from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app import services
+from channels_app.approval_rule import APPROVAL_REQUEST, answer_decides, is_answer, may_decide
+from channels_app.approvals import approvals_pending, approvals_pending_among
 from channels_app.models import Channel, Message
 from channels_app.presence import presence_seen_by
 from channels_app.search import messages_search
 from channels_app.selectors import (
-    APPROVAL_REQUEST,
-    approvals_pending,
-    approvals_pending_among,
     channel_after_check,
     channel_get,
     channel_list,
@@ -130,8 +129,9 @@ def _shown_messages(
     agent: Agent, channel: Channel, messages: list[Message]
 ) -> list[dict[str, Any]]:
     """The messages as the page shows them: rendered bodies, the sender's kind, the parent a
-    reply quotes (parents off the page are loaded in one query), and whether a request for
-    approval is still pending (one query)."""
+    reply quotes (parents off the page are loaded in one query), whether a request for
+    approval is still pending (one query), and whether an answer to one decides it or is a
+    comment (``approval_rule.answer_decides``)."""
     parents_wanted = {m.reply_to for m in messages if m.reply_to is not None}
     on_page = {m.seq: m for m in messages}
     missing = parents_wanted - on_page.keys()
@@ -140,7 +140,7 @@ def _shown_messages(
         parents.update(
             (m.seq, m)
             for m in Message.objects.filter(channel=channel, seq__in=missing).only(
-                "seq", "sender", "title", "body"
+                "seq", "sender", "title", "body", "status"
             )
         )
     pending = approvals_pending_among(
@@ -159,6 +159,13 @@ def _shown_messages(
                 "kind": message.sender_kind,
                 "relevant": message.is_relevant_to(agent.name),
                 "pending": message.seq in pending,
+                "answer": (
+                    "decision"
+                    if answer_decides(message, parent, maintainer=channel.maintainer)
+                    else "comment"
+                )
+                if is_answer(message)
+                else None,
                 "parent": parent,
                 "parent_excerpt": (parent.body.strip().splitlines() or [""])[0][:160]
                 if parent is not None
@@ -411,8 +418,13 @@ def approvals(request: HttpRequest) -> HttpResponse:
                 "m": message,
                 "html": mark_safe(markdown_html(message.body)),  # sanitized by nh3
                 "maintainer": message.channel.maintainer,
-                "decides": not message.channel.maintainer
-                or message.channel.maintainer == agent.name,
+                "decides": may_decide(
+                    agent.name,
+                    agent.kind,
+                    request_sender=message.sender,
+                    maintainer=message.channel.maintainer,
+                ),
+                "own": message.sender == agent.name,
             }
         )
     return render(

@@ -11,7 +11,8 @@ body follows the closing ``---`` at once, its trailing whitespace stripped, one 
 
 What the reference's frontmatter cannot hold is carried as extra keys after its own (its
 readers ignore keys they do not know): ``id`` (unless the server made it: ``msg_`` and 32 hex
-digits), ``sender_kind`` (only ``human``: a person sent it), ``conversation_id``,
+digits), ``sender_kind`` (only ``human``: a person sent it; for an imported message, what its
+file claimed, ``Message.claimed_sender_kind``, so the round trip holds), ``conversation_id``,
 ``correlation_id``, ``content_type``, ``data`` and ``metadata``
 (compact JSON) when set, then the keys an imported file carried (``Message.frontmatter``),
 verbatim and in their order.
@@ -88,8 +89,11 @@ def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, st
     ]
     if not _SERVER_ID.fullmatch(message.id):
         pairs.append(("id", message.id))
-    if message.sender_kind != "agent":
-        pairs.append(("sender_kind", message.sender_kind))
+    # An imported message is an agent's here; its file's claim is written back where the file
+    # had it, so that an import and a sync give the file's bytes again.
+    kind = message.claimed_sender_kind if message.imported else message.sender_kind
+    if kind and kind != "agent":
+        pairs.append(("sender_kind", kind))
     for key in ("conversation_id", "correlation_id", "content_type"):
         if value := getattr(message, key):
             pairs.append((key, value))

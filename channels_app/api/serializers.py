@@ -203,7 +203,12 @@ class MessageOutput(serializers.Serializer):
     sender_kind = serializers.ChoiceField(
         choices=["agent", "human"],
         help_text="provenance: whether a person or an agent sent it, from the sender's identity "
-        "on the server (never from the request)",
+        "on the server (never from the request); always agent for an imported message",
+    )
+    imported = serializers.BooleanField(
+        required=False,
+        help_text="present (true) only on a message imported from a folder (import_folder): "
+        "its sender, status and text are what the file said, vouched for by no identity here",
     )
     to = serializers.ListField(child=serializers.CharField(), help_text="[] = broadcast")
     reply_to = serializers.IntegerField(allow_null=True)

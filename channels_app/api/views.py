@@ -18,7 +18,7 @@ from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
-from channels_app import events, records, search, selectors, services, words
+from channels_app import approvals, events, records, search, selectors, services, words
 from channels_app.api import serializers as s
 
 
@@ -172,7 +172,12 @@ class MessageListPostApi(APIView):
     @extend_schema(
         operation_id="messages_post",
         extensions=raises(
-            *s.INPUT_CODES, "INVALID_NAME", "SENDER_MISMATCH", "REPLY_TO_NOT_FOUND", "ID_CONFLICT"
+            *s.INPUT_CODES,
+            "INVALID_NAME",
+            "SENDER_MISMATCH",
+            "REPLY_TO_NOT_FOUND",
+            "ID_CONFLICT",
+            "STATUS_RESERVED",
         ),
         request=s.MessagePostInput,
         responses={201: s.MessageOutput, 200: s.MessageOutput},
@@ -392,7 +397,7 @@ class ApprovalsApi(APIView):
         parameters=[
             OpenApiParameter(
                 "limit",
-                {"type": "integer", "minimum": 1, "maximum": selectors.APPROVALS_MAX},
+                {"type": "integer", "minimum": 1, "maximum": approvals.APPROVALS_MAX},
                 description="at most this many (default 100)",
             )
         ],
@@ -401,14 +406,15 @@ class ApprovalsApi(APIView):
         summary="Pending approval requests in every channel the caller may see",
         description=(
             "A request is a message with status `needs-approval`; it is pending until a reply "
-            "to it (`reply_to`) with status `approved` or `rejected` exists — from the "
-            "channel's maintainer when the channel names one (others may still comment). "
-            "Oldest first; `more` says the page was cut."
+            "to it (`reply_to`) with status `approved` or `rejected` exists from a person "
+            "(`sender_kind` human, as the server stamped it; never an imported message) other "
+            "than the requester — the channel's maintainer when the channel names one. Any "
+            "other answer is a comment. Oldest first; `more` says the page was cut."
         ),
     )
     def get(self, request: Request) -> Response:
-        limit = limit_param(request, maximum=selectors.APPROVALS_MAX, default=100)
-        pending, more = selectors.approvals_pending(viewer=request.user.name, limit=limit)
+        limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
+        pending, more = approvals.approvals_pending(viewer=request.user.name, limit=limit)
         return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
 
 

@@ -38,6 +38,8 @@ def pending(client) -> list[tuple[str, int]]:
 
 
 def answer(channel: str, seq: int, sender: str, status: str) -> None:
+    """An answer from a person (a human agent, as the dashboard posts it)."""
+    Agent.objects.update_or_create(name=sender, defaults={"kind": Agent.Kind.HUMAN})
     services.message_post(
         channel=Channel.objects.get(name=channel),
         sender=sender,

@@ -87,9 +87,12 @@ def test_the_sample_folder_is_imported(ref_root, api_for):
     assert messages[2]["to"] == ["alice", "bob"]
     assert messages[6]["title"] == "Standup 09:30 ✓ — Ünïcode & emoji 🚀 ok"
     kinds = {m["seq"]: m["kind"] for m in messages}
-    assert kinds[8] == kinds[12] == kinds[14] == kinds[29] == "audit"
+    # Audit-shaped files are messages someone wrote into a folder, not this server's audit.
+    assert messages[7]["status"] == "task.created"
+    assert kinds[8] == kinds[12] == kinds[14] == kinds[29] == "message"
     assert kinds[25] == kinds[27] == "event"
     assert kinds[1] == kinds[23] == "message"
+    assert all(m["imported"] is True and m["sender_kind"] == "agent" for m in messages)
 
     tasks = api.get("/api/v1/channels/backend/tasks/").json()
     by_id = {task["id"]: task for task in tasks["tasks"]}

@@ -35,6 +35,11 @@ class Scenario:
         sent = {"title": title, "body": body, **fields}
         return ok(self.clients[who].post(url, sent, format="json"), 201)["seq"]
 
+    def forged(self, who: str, title: str, body: str, status: str) -> int:
+        """A message labelled with an audit status, which only an import can store now (a
+        post is refused: STATUS_RESERVED)."""
+        return as_imported(CHANNEL, self.post(who, title, body), status=status)
+
     def task(self, who: str, task_id: str, action: str | None = None, **body: Any) -> Any:
         base = f"/api/v1/channels/{CHANNEL}/tasks/"
         client = self.clients[who]
@@ -78,7 +83,7 @@ class Scenario:
         self.post("carol", "evidence: load test", "p99 = 40 ms", status="verified")
         self.post("dave", "results", "## Evidence\nall green", status="discussion")
         self.post("alice", "test run", "no markers here", status="verified-by")
-        self.post("carol", "task.updated broken", "{not json", status="task.updated")
+        self.forged("carol", "task.updated broken", "{not json", status="task.updated")
 
         self.task("alice", "T-OPEN", title="Write the runbook", files_hint=["docs/z.md", "a.md"],
                   acceptance=["reviewed by bob", "has a rollback section"])  # fmt: skip
@@ -109,12 +114,22 @@ class Scenario:
         self.post("carol", "Re: Blocker", "# Blocker\ncredentials arrived?", reply_to=7)
         # An ordinary post labelled like a completion audit, after the real one: the reference
         # takes its sender for the one who verified T-DONE2.
-        self.post(
+        self.forged(
             "dave",
             "task.updated T-DONE2",
             json.dumps({"event": "task.updated", "status": "done", "task_id": "T-DONE2"}),
             status="task.updated",
         )
+
+
+def as_imported(channel: str, seq: int, *, status: str) -> int:
+    """Message #seq of ``channel`` made as an import of a folder stores a message whose file
+    gives it ``status`` (an audit status a post may not take)."""
+    message = Message.objects.select_related("channel").get(channel__name=channel, seq=seq)
+    message.status, message.imported, message.sender_kind = status, True, "agent"
+    message.json_size = message_json_size(message)
+    message.save(update_fields=["status", "imported", "sender_kind", "json_size"])
+    return seq
 
 
 def imported_message(channel: Channel, seq: int, *, title: str, body: str, frontmatter, **fields):

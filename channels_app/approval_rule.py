@@ -1,0 +1,78 @@
+"""The approval rule (SPEC §9's governance profile): its one home.
+
+A message with status ``needs-approval`` is a request. An answer is a reply to it
+(``reply_to``, same channel) with status ``approved`` or ``rejected``; it decides the request
+only when its sender is a person, as the server stamped it (``sender_kind`` human, and not an
+imported message, whose provenance no identity vouches for), other than the requester, and,
+when the channel names a maintainer, that maintainer. Every other answer is a comment: the
+request stays pending.
+
+Three forms of the same rule, kept side by side so they cannot drift apart:
+``ANSWER_CONDITION`` (the per-row part: the partial index of ``Message`` and its migration
+use it), ``deciding_answers`` (a query of the answers that decide, for ``channels_app
+.approvals``), and ``answer_decides`` (one answer judged in Python, for a page that has the
+rows already). Pure: no model is imported, so ``channels_app.models`` can use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from django.db.models import F, Q
+
+APPROVAL_REQUEST = "needs-approval"
+APPROVAL_ANSWERS = ("approved", "rejected")
+HUMAN = "human"
+
+# What an answer row must be, whatever it answers.
+ANSWER_CONDITION = Q(status__in=APPROVAL_ANSWERS, sender_kind=HUMAN, imported=False)
+
+
+def deciding_answers(request: Any) -> Q:
+    """The answers that decide ``request``, given as expressions over the request row
+    (``OuterRef`` of a subquery, or ``F`` of a join): ``request("seq")`` and the like."""
+    return (
+        ANSWER_CONDITION
+        & Q(channel=request("channel"), reply_to=request("seq"))
+        & ~Q(sender=request("sender"))
+        & (Q(channel__maintainer="") | Q(sender=F("channel__maintainer")))
+    )
+
+
+class _Row(Protocol):
+    seq: int
+    sender: str
+    status: str
+    sender_kind: str
+    imported: bool
+    reply_to: int | None
+
+
+def is_answer(message: _Row) -> bool:
+    """Whether ``message`` is shaped like an answer (a reply with an answer status)."""
+    return message.reply_to is not None and message.status in APPROVAL_ANSWERS
+
+
+def answer_decides(answer: _Row, request: _Row | None, *, maintainer: str) -> bool:
+    """Whether ``answer`` decides ``request`` (both of one channel whose maintainer is
+    ``maintainer``, "" for none); False when ``request`` is None or no request."""
+    return (
+        request is not None
+        and request.status == APPROVAL_REQUEST
+        and is_answer(answer)
+        and answer.reply_to == request.seq
+        and answer.sender_kind == HUMAN
+        and not answer.imported
+        and answer.sender != request.sender
+        and (not maintainer or answer.sender == maintainer)
+    )
+
+
+def may_decide(viewer: str, viewer_kind: str, *, request_sender: str, maintainer: str) -> bool:
+    """Whether an answer from ``viewer`` (an identity of ``viewer_kind``) would decide a
+    request from ``request_sender`` in a channel whose maintainer is ``maintainer``."""
+    return (
+        viewer_kind == HUMAN
+        and viewer != request_sender
+        and (not maintainer or viewer == maintainer)
+    )

@@ -1,0 +1,52 @@
+"""Pending approval requests (``channels_app.approval_rule`` says what decides one): the API's
+GET /api/v1/approvals/, the dashboard's approvals page, its navigation count and a channel
+page's "awaiting approval" links all ask here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Exists, OuterRef, QuerySet
+
+from channels_app.approval_rule import APPROVAL_REQUEST, deciding_answers
+from channels_app.models import Channel, Message
+from channels_app.selectors import channels_visible_to
+
+APPROVALS_MAX = 1000
+
+
+def _pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
+    answered = Message.objects.filter(deciding_answers(OuterRef))
+    rows = Message.objects.filter(status=APPROVAL_REQUEST)
+    if channel is None:
+        rows = rows.filter(channel__in=channels_visible_to(viewer))
+    else:
+        rows = rows.filter(channel=channel)
+    return rows.exclude(Exists(answered))
+
+
+def approvals_pending(
+    *, viewer: str, limit: int = APPROVALS_MAX, channel: Channel | None = None
+) -> tuple[list[Message], bool]:
+    """The pending requests ``viewer`` may see (of ``channel``, which the caller looked up as
+    ``viewer``, or of every channel), oldest first, at most ``limit``; and whether more
+    remain."""
+    rows = _pending(viewer, channel).select_related("channel").order_by("ts", "id")
+    found = list(rows[: limit + 1])
+    return found[:limit], len(found) > limit
+
+
+def approvals_pending_among(*, channel: Channel, seqs: Iterable[int]) -> set[int]:
+    """Which of ``seqs`` (messages of ``channel``, looked up by its viewer) are pending
+    requests: one query, for a page of messages."""
+    wanted = list(seqs)
+    if not wanted:
+        return set()
+    rows = _pending("", channel).filter(seq__in=wanted)
+    return set(rows.values_list("seq", flat=True))
+
+
+def approvals_pending_count(*, viewer: str) -> int:
+    """How many requests are pending for ``viewer`` (the dashboard's navigation), counted up
+    to APPROVALS_MAX + 1."""
+    return _pending(viewer, None).order_by()[: APPROVALS_MAX + 1].count()
