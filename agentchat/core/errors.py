@@ -110,6 +110,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("TASK_PATH_OUTSIDE_WORKSPACE", 400, "a files_hint path leaves the workspace"),
     ("TASK_UNKNOWN_FIELD", 400, "a task request field that is not known"),
     ("TASK_REQUIRED_FIELD_MISSING", 400, "a required task field is missing"),
+    (
+        "TASK_NOT_OWNER",
+        403,
+        "the task has another owner: only its owner, creator or the channel's maintainer change it",
+    ),
     ("TASK_CONFLICT", 409, "the task changed concurrently (a compare-and-set lost)"),
     ("TASK_INVALID_RECORD", 400, "an imported task record is not a JSON object"),
     ("TASK_INVALID_CREATED_BY", 400, "an imported task's created_by is not one line of text"),

@@ -44,6 +44,8 @@ VALUES = (
 )
 # A leased task: only its owner acts, an expired lease is recovered first.
 LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANSITION")
+# An owned, unleased task: only its owner, its creator or the channel's maintainer change it.
+OWNED = ("TASK_NOT_OWNER",)
 
 
 def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
@@ -140,6 +142,7 @@ class TaskDetailApi(APIView):
             *TASK,
             *VALUES,
             *LEASED,
+            *OWNED,
             "TASK_INVALID_UPDATE",
             "TASK_INVALID_STATUS",
             "TASK_DEPENDENCY_NOT_READY",
@@ -214,7 +217,7 @@ class TaskDoneApi(APIView):
         "in_progress -> done (task.updated, lease_fallback complete)",
         request=s.LeaseEmptyInput,
         responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, "TASK_DEPENDENCY_NOT_READY"),
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
@@ -233,7 +236,7 @@ class TaskBlockApi(APIView):
         summary="Block a task (posts task.updated); a leased task cannot be blocked",
         request=s.TaskBlockInput,
         responses=s.TaskOutput,
-        extensions=raises(*INPUT, *TASK, *LEASED, "LEASE_MUTATION_REQUIRED"),
+        extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.TaskBlockInput.validate_input(request.data)
@@ -253,7 +256,7 @@ class TaskReleaseApi(APIView):
         "plain transition (task.updated, lease_fallback release)",
         request=s.LeaseEmptyInput,
         responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED),
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
     )
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
