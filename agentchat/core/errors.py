@@ -163,7 +163,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "PATH_LOCK_TOO_MANY_PATTERNS",
         409,
-        "the channel holds as many patterns starting with a wildcard as it may (a setting)",
+        "the caller, or the channel's unexpired locks, hold as many patterns starting with a "
+        "wildcard as they may (settings)",
     ),
     ("PATH_LOCK_INVALID_RECORD", 400, "an imported lock record breaks the reference's rules"),
     ("PATH_LOCK_INVALID_TIMESTAMP", 400, "an imported lock time is not ISO-8601 with an offset"),
