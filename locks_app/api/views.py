@@ -26,6 +26,8 @@ from locks_app.api import serializers as s
 # the error table: agentchat.core.schema).
 PATHS = ("PATH_LOCK_INVALID_PATH", "PATH_LOCK_PATTERN_TOO_COMPLEX")
 HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
+# Held patterns starting with a wildcard: the caller's or the channel's cap (a lock, a recovery).
+CAPPED = ("PATH_LOCK_TOO_MANY_PATTERNS",)
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
 
@@ -65,7 +67,7 @@ class LockListCreateApi(LockApiView):
 
     @extend_schema(
         operation_id="locks_lock",
-        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_INVALID_DURATION", *HELD),
+        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_INVALID_DURATION", *HELD, *CAPPED),
         request=s.LockCreateInput,
         responses={201: s.LockOutput},
         summary="Lock workspace paths (all or none)",
@@ -165,6 +167,7 @@ class LockRecoverApi(LockApiView):
             "PATH_LOCK_NOT_STALE",
             "PATH_LOCK_PATTERN_TOO_COMPLEX",
             *HELD,
+            *CAPPED,
         ),
         request=s.LockRecoverInput,
         responses=s.LockOutput,

@@ -102,3 +102,17 @@ def test_recovering_an_expired_lock_is_held_to_the_caps(api_for, review, caps, c
     assert carol.delete(f"{LOCKS}?path=f*").status_code in (200, 404)
     r = dave.post(url, {"reason": "alice left"}, format="json")
     assert (r.status_code, r.json()["owner"]) == (200, "dave")
+
+
+def test_the_schema_declares_the_cap_where_it_is_answered(api_client):
+    import json
+
+    document = json.loads(api_client.get("/api/v1/schema/?format=json").content)
+    by_id = {
+        operation["operationId"]: operation["x-error-codes"]
+        for item in document["paths"].values()
+        for operation in item.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    }
+    for operation_id in ("locks_lock", "locks_recover"):
+        assert "PATH_LOCK_TOO_MANY_PATTERNS" in by_id[operation_id], operation_id
