@@ -248,6 +248,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["agentchat.core.api.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agentchat.core.api.exception_handler",
+    "DEFAULT_METADATA_CLASS": "agentchat.core.query.QueryCheckedMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

@@ -5,7 +5,8 @@ the client a page it did not ask for).
 DRF views declare theirs with ``@query_parameters(...)`` on the method: the same
 ``OpenApiParameter`` objects go to the OpenAPI document and to the check, so the schema and the
 server cannot disagree, and declaring one more parameter is one line. The ASGI consumers (wait,
-websockets), which bypass DRF, call ``query_check`` with their own names.
+websockets), which bypass DRF, call ``query_check`` with their own names; DRF's answer to
+OPTIONS (``QueryCheckedMetadata``, the REST framework's metadata class) takes none.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.metadata import SimpleMetadata
 
 from agentchat.core.errors import AppError
 
@@ -52,3 +54,11 @@ def query_parameters(*parameters: OpenApiParameter) -> Callable[[Handler], Handl
         return extend_schema(parameters=list(parameters))(checked)  # type: ignore[return-value]
 
     return decorate
+
+
+class QueryCheckedMetadata(SimpleMetadata):
+    """DRF's OPTIONS answer under the same rule: it takes no query parameter."""
+
+    def determine_metadata(self, request: Any, view: Any) -> Any:
+        query_check(request.query_params.keys(), frozenset())
+        return super().determine_metadata(request, view)

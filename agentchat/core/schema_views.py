@@ -26,14 +26,22 @@ FORMAT = OpenApiParameter("format", str)
 
 
 class _JSONErrors:
-    """Errors in the API's JSON, whatever the page renders otherwise (YAML, HTML)."""
+    """Errors, and DRF's OPTIONS answer, in the API's JSON, whatever the page renders otherwise
+    (YAML, HTML: the HTML renderer has no template for them and failed with a 500)."""
 
     request: Request
 
-    def handle_exception(self, exc: Exception) -> Response:
+    def _as_json(self) -> None:
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
+
+    def handle_exception(self, exc: Exception) -> Response:
+        self._as_json()
         return super().handle_exception(exc)  # type: ignore[misc]
+
+    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        self._as_json()
+        return super().options(request, *args, **kwargs)  # type: ignore[misc]
 
 
 class SchemaApi(_JSONErrors, SpectacularAPIView):

@@ -101,6 +101,12 @@ def test_every_other_operation_refuses_an_unknown_parameter_before_its_body(
     refused(response, "aa", "zz")
 
 
+@pytest.mark.parametrize("route", sorted({route for route, _, _ in ROUTES}))
+def test_options_refuses_an_unknown_parameter_too(alice, values, route):
+    refused(alice.options(url(route, values) + "?bogus=1"), "bogus")
+    assert alice.options(url(route, values)).status_code == 200
+
+
 def test_a_misspelt_parameter_is_named_with_what_is_allowed(alice, values):
     r = alice.get("/api/v1/channels/qp/messages/?limt=5")
     refused(r, "limt")
