@@ -87,6 +87,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     # --- channels, messages, markers
     ("CHANNEL_EXISTS", 409, "a channel of that name exists (names are unique ignoring case)"),
     ("CHANNEL_MEMBERS_REQUIRED", 400, "a members-only channel would have no agent as member"),
+    ("CHANNEL_NOT_MAINTAINER", 403, "the channel names a maintainer: only they change it"),
     ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
     ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
     # --- tasks (the reference's TASK_* codes)

@@ -122,7 +122,9 @@ class ChannelDetailApi(APIView):
 
     @extend_schema(
         operation_id="channels_update",
-        extensions=raises(*s.INPUT_CODES, "INVALID_NAME", "CHANNEL_MEMBERS_REQUIRED"),
+        extensions=raises(
+            *s.INPUT_CODES, "INVALID_NAME", "CHANNEL_MEMBERS_REQUIRED", "CHANNEL_NOT_MAINTAINER"
+        ),
         request=s.ChannelUpdateInput,
         responses=s.ChannelOutput,
         summary="Update topic, members or visibility (posts channel.updated when something "
@@ -131,7 +133,9 @@ class ChannelDetailApi(APIView):
             "Only for those who see the channel (else 404 CHANNEL_NOT_FOUND, as for a channel "
             "that does not exist). Whoever makes a channel members-only joins its roster; a "
             "member may remove itself; a members-only channel keeps a member that is an agent "
-            "(400 CHANNEL_MEMBERS_REQUIRED). Posts one channel.updated audit message with the "
+            "(400 CHANNEL_MEMBERS_REQUIRED). A channel that names a maintainer is changed by the "
+            "maintainer only (403 CHANNEL_NOT_MAINTAINER). Posts one channel.updated audit "
+            "message with the "
             "actor and the before and after of each changed field; a PATCH that changes "
             "nothing posts nothing."
         ),
