@@ -229,11 +229,16 @@ AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_TH
 AGENTCHAT_MAX_LEASE_SECONDS = float(os.environ.get("AGENTCHAT_MAX_LEASE_SECONDS", "86400"))
 # Path locks: match paths case-insensitively, as on Windows.
 AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE = env_bool("AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE")
-# Path locks: how many held entries of a channel may start with a wildcard (`*.md`, `**/x`, or
-# `.`). Each is compared with every later request's paths, so their number bounds that work
-# (a lock past it: PATH_LOCK_TOO_MANY_PATTERNS).
+# Path locks: how many held entries of a channel's unexpired locks may start with a wildcard
+# (`*.md`, `**/x`, or `.`). Each is compared with every later request's paths, so their number
+# bounds that work (a lock past it: PATH_LOCK_TOO_MANY_PATTERNS).
 AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = int(
     os.environ.get("AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS", "32")
+)
+# ... and how many of them one agent may hold in a channel, its expired locks included, so that
+# one agent cannot take the whole channel's allowance (the channel's cap counts unexpired locks).
+AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT = int(
+    os.environ.get("AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT", "8")
 )
 
 # --- REST framework ------------------------------------------------------------------------
@@ -243,6 +248,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["agentchat.core.api.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "agentchat.core.api.exception_handler",
+    "DEFAULT_METADATA_CLASS": "agentchat.core.query.QueryCheckedMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

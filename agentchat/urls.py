@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from agentchat import views
 from agentchat.core.errors import AppError, error_http_response, internal_error
 from agentchat.core.me import MeApi
+from agentchat.core.schema_views import RedocPage, SchemaApi, SwaggerPage
 from agentchat.state import api as state_api
 
 admin.site.site_header = "AgentChat administration"
@@ -28,9 +28,9 @@ api_v1 = [
         name="channel-state-snapshot",
     ),
     path("channels/<str:name>/compact/", state_api.CompactApi.as_view(), name="channel-compact"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("schema/", SchemaApi.as_view(), name="schema"),
+    path("docs/", SwaggerPage.as_view(url_name="schema"), name="api-docs"),
+    path("redoc/", RedocPage.as_view(url_name="schema"), name="api-redoc"),
 ]
 
 urlpatterns = [

@@ -319,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env = {**os.environ}
         env.pop("REDIS_URL", None)
+        # One holder fills the channel's whole allowance of root patterns: the worst case of
+        # every request's comparisons (under the per-agent cap, several agents reach it alike).
+        env.setdefault(
+            "AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT",
+            env.get("AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS", "32"),
+        )
         if args.postgres:
             postgres_admin(args.postgres, f'CREATE DATABASE "{pg_name}"')
             env["DATABASE_URL"] = f"{args.postgres.rstrip('/')}/{pg_name}"

@@ -34,6 +34,7 @@ from agentchat.core.asgi_http import (
 )
 from agentchat.core.db import run_db
 from agentchat.core.errors import AppError, error_body, internal_error
+from agentchat.core.query import query_check
 from agentchat.core.revocation import Credential, credential_watch
 from agentchat.core.scope import scope_query, scope_token, websocket_principal
 from agentchat.core.services import token_authenticate
@@ -107,7 +108,7 @@ class ChannelWaitConsumer:
             if await body_read(receive, limit=settings.AGENTCHAT_MAX_REQUEST_BYTES) is None:
                 return
             query = scope_query(scope)
-            _unknown_parameters(query, WAIT_PARAMETERS)
+            query_check(query, WAIT_PARAMETERS)
             timeout = parse_timeout(query.get("timeout"))
             limit = int_parse(
                 query.get("limit"),
@@ -221,7 +222,7 @@ async def _handshake(
         return None
     try:
         request_check(scope)
-        _unknown_parameters(scope_query(scope), parameters)
+        query_check(scope_query(scope), parameters)
         principal, token_id = await run_db(websocket_principal, scope)
     except Exception as exc:
         await _refuse_handshake(send, exc)

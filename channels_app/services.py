@@ -212,9 +212,11 @@ def channel_update(
       an admin, who is not an agent of the channel.
     - A member may remove itself (it then no longer sees the channel), but a members-only
       channel always keeps a member that is an agent (``roster_check``).
+    - A channel that names a maintainer (SPEC §9) is changed by its maintainer only (and the
+      admin); without one, by anyone who sees it, as in the reference.
 
-    Returns the channel as written. Raises CHANNEL_NOT_FOUND, INVALID_NAME, INVALID_VALUE,
-    FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
+    Returns the channel as written. Raises CHANNEL_NOT_FOUND, CHANNEL_NOT_MAINTAINER,
+    INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
     """
     if topic is not None:
         topic_check(topic)
@@ -227,6 +229,12 @@ def channel_update(
     current = Channel.objects.select_for_update().filter(pk=channel.pk).first()
     if current is None or not (admin or channel_visible(current, actor)):
         raise channel_not_found(channel.name)
+    if current.maintainer and not admin and actor != current.maintainer:
+        raise AppError(
+            "CHANNEL_NOT_MAINTAINER",
+            f"channel {current.name} is governed by {current.maintainer}: only they change it",
+            detail={"channel": current.name, "maintainer": current.maintainer, "actor": actor},
+        )
     before: dict[str, Any] = {
         "members": list(current.members),
         "topic": current.topic,

@@ -122,22 +122,61 @@ def _audit(
 
 
 def _root_patterns_check(channel: Channel, entries: list[PathEntry]) -> None:
-    """Every held entry anchored at the workspace (``.``, ``*.md``, ``**/x``) is a candidate of
-    every later request of the channel, and comparing them is work those requests do
-    (``locks_app.conflicts``): their number per channel is capped. Counted through the key's
-    index, inside the write transaction. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
-    wanted = sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
-    if not wanted:
-        return
+    """The folder import's cap: every entry anchored at the workspace that the channel would
+    hold, expired or not. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
+    wanted = _root_count(entries)
     limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
     held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)).count()
-    if held + wanted > limit:
-        raise AppError(
-            "PATH_LOCK_TOO_MANY_PATTERNS",
-            f"the channel may hold at most {limit} paths starting with a wildcard; "
-            f"{held} are held: unlock some, or lock patterns with a literal prefix (src/**/*.md)",
-            detail={"held": held, "requested": wanted, "limit": limit},
-        )
+    if wanted and held + wanted > limit:
+        raise _too_many(held, wanted, limit, scope="channel")
+
+
+def _root_count(entries: list[PathEntry]) -> int:
+    return sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
+
+
+def _too_many(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
+    where = "an agent may hold in a channel" if scope == "agent" else "the channel may hold"
+    return AppError(
+        "PATH_LOCK_TOO_MANY_PATTERNS",
+        f"{where} at most {limit} paths starting with a wildcard; {held} are held"
+        + (" by you (expired ones too: unlock them)" if scope == "agent" else "")
+        + ": unlock some, or lock patterns with a literal prefix (src/**/*.md)",
+        detail={"held": held, "requested": wanted, "limit": limit, "scope": scope},
+    )
+
+
+def _root_caps_check(
+    channel: Channel,
+    entries: list[PathEntry],
+    *,
+    owner: str,
+    now: datetime,
+    exclude_lock_pk: int | None = None,
+) -> None:
+    """Every held entry anchored at the workspace (``.``, ``*.md``, ``**/x``) is a candidate of
+    every later request of the channel, and comparing them is work those requests do
+    (``locks_app.conflicts``): their number is capped, twice. Per agent, counting its expired
+    locks too (they still conflict and cost every request, and their owner may unlock them at
+    any time), so that one agent cannot take the whole channel's allowance; and per channel,
+    counting only unexpired locks, so that locks left to expire by agents gone away do not
+    refuse everyone else. Held entries then number at most the channel's cap plus each agent's.
+    Counted through the key's index, inside the write transaction; ``exclude_lock_pk``: the
+    lock being recovered. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
+    wanted = _root_count(entries)
+    if not wanted:
+        return
+    held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE))
+    if exclude_lock_pk is not None:
+        held = held.exclude(lock_id=exclude_lock_pk)
+    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT
+    mine = held.filter(lock__owner=owner).count()
+    if mine + wanted > per_agent:
+        raise _too_many(mine, wanted, per_agent, scope="agent")
+    limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
+    active = held.filter(lock__expires_at__gt=now).count()
+    if active + wanted > limit:
+        raise _too_many(active, wanted, limit, scope="channel")
 
 
 def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
@@ -202,9 +241,10 @@ def lock_acquire(
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (too
     many wildcards in a path, or comparing the paths takes more than the request's work
     budget), PATH_LOCK_CONFLICT (overlap with an active lock, or between the requested paths),
-    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_TOO_MANY_PATTERNS (the
-    channel holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS`` entries starting with a wildcard),
-    PATH_LOCK_INVALID_DURATION.
+    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_TOO_MANY_PATTERNS
+    (``owner`` holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT`` entries starting with a
+    wildcard, or the channel's unexpired locks ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``:
+    ``_root_caps_check``), PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
     budget = WorkBudget()
@@ -219,7 +259,7 @@ def lock_acquire(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
-        _root_patterns_check(channel, entries)
+        _root_caps_check(channel, entries, owner=owner, now=now)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,
@@ -305,6 +345,7 @@ def lock_recover(
     active), PATH_LOCK_CONFLICT / PATH_LOCK_RECOVERY_REQUIRED (another record overlaps its
     paths, or, when ``expected_owner`` / ``expected_expires_at`` are given (the admin: what it
     was shown), the lock is no longer as expected), PATH_LOCK_PATTERN_TOO_COMPLEX,
+    PATH_LOCK_TOO_MANY_PATTERNS (the caps of ``lock_acquire``, for ``owner``),
     PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
@@ -338,6 +379,14 @@ def lock_recover(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(selectors.locks_by_pk(conflicts), now, "recovery request")
+        # The recovered lock turns unexpired and changes hands: the caps hold for it as well.
+        _root_caps_check(
+            channel,
+            [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()],
+            owner=owner,
+            now=now,
+            exclude_lock_pk=lock.pk,
+        )
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         previous = records.lock_to_dict(lock)
         # Compare-and-set on what was read: a concurrent change (impossible while the channel

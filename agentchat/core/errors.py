@@ -90,6 +90,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     # --- channels, messages, markers
     ("CHANNEL_EXISTS", 409, "a channel of that name exists (names are unique ignoring case)"),
     ("CHANNEL_MEMBERS_REQUIRED", 400, "a members-only channel would have no agent as member"),
+    ("CHANNEL_NOT_MAINTAINER", 403, "the channel names a maintainer: only they change it"),
     ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
     ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
     # --- tasks (the reference's TASK_* codes)
@@ -113,6 +114,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("TASK_PATH_OUTSIDE_WORKSPACE", 400, "a files_hint path leaves the workspace"),
     ("TASK_UNKNOWN_FIELD", 400, "a task request field that is not known"),
     ("TASK_REQUIRED_FIELD_MISSING", 400, "a required task field is missing"),
+    (
+        "TASK_NOT_OWNER",
+        403,
+        "the task has another owner: only its owner, creator or the channel's maintainer change it",
+    ),
     ("TASK_CONFLICT", 409, "the task changed concurrently (a compare-and-set lost)"),
     ("TASK_INVALID_RECORD", 400, "an imported task record is not a JSON object"),
     ("TASK_INVALID_CREATED_BY", 400, "an imported task's created_by is not one line of text"),
@@ -161,7 +167,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "PATH_LOCK_TOO_MANY_PATTERNS",
         409,
-        "the channel holds as many patterns starting with a wildcard as it may (a setting)",
+        "the caller, or the channel's unexpired locks, hold as many patterns starting with a "
+        "wildcard as they may (settings)",
     ),
     ("PATH_LOCK_INVALID_RECORD", 400, "an imported lock record breaks the reference's rules"),
     ("PATH_LOCK_INVALID_TIMESTAMP", 400, "an imported lock time is not ISO-8601 with an offset"),

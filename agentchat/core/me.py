@@ -12,6 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core.query import query_parameters
+
 
 class MeOutput(serializers.Serializer):
     name = serializers.CharField(help_text="the agent's name")
@@ -25,6 +27,7 @@ class MeApi(APIView):
         responses=MeOutput,
         summary="The agent the request authenticates as",
     )
+    @query_parameters()
     def get(self, request: Request) -> Response:
         agent = request.user
         return Response(

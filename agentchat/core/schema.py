@@ -252,6 +252,7 @@ ERROR_CODES_KEY = "x-error-codes"
 COMMON_CODES = (
     "INVALID_HOST",
     "INVALID_VALUE",  # a query parameter given twice (request_check)
+    "UNKNOWN_FIELD",  # a query parameter the operation does not declare (agentchat.core.query)
     "AUTH_REQUIRED",
     "AUTH_INVALID",
     "METHOD_NOT_ALLOWED",

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from agentchat.core.api import StrictBooleanField, StrictSerializer
 from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
+from agentchat.core.query import query_parameters
 from agentchat.core.records import ts_seconds
 from agentchat.core.schema import raises
 from agentchat.models import StateSnapshot
@@ -60,17 +61,10 @@ class FormatNegotiation(DefaultContentNegotiation):
         return JSONRenderer(), JSONRenderer.media_type
 
 
-def _params(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
-    """The query parameters, refusing any the operation does not take (UNKNOWN_FIELD)."""
-    unknown = sorted(set(request.query_params) - set(allowed))
-    if unknown:
-        shown = [name[:40] for name in unknown]
-        raise AppError(
-            "UNKNOWN_FIELD",
-            f"unknown query parameter(s): {', '.join(shown)}",
-            detail={"fields": shown},
-        )
-    return {name: request.query_params.get(name, "") for name in allowed}
+def _params(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+    """The values of the query parameters ``names`` ("" when absent); the view's
+    ``query_parameters`` refused any other."""
+    return {name: request.query_params.get(name, "") for name in names}
 
 
 def _format(params: dict[str, str]) -> str:
@@ -235,7 +229,6 @@ class StateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="state_show",
-        parameters=[_format_parameter("the summary"), STRICT_PARAMETER],
         responses={
             (200, "application/json"): StateOutput,
             (200, "text/markdown"): {"type": "string"},
@@ -251,6 +244,7 @@ class StateApi(APIView):
             "Same data, same bytes (but `generated_at`). Derived, never stored: see compact."
         ),
     )
+    @query_parameters(_format_parameter("the summary"), STRICT_PARAMETER)
     def get(self, request: Request, name: str) -> HttpResponse:
         params = _params(request, ("format", "strict"))
         wanted, strict = _format(params), _strict(params)
@@ -278,8 +272,8 @@ class CompactApi(APIView):
             "Nothing is deleted, edited or truncated. `strict`: as for the summary."
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> HttpResponse:
-        _params(request, ())
         data = CompactInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         snapshot = services.state_compact(
@@ -295,7 +289,6 @@ class SnapshotApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="state_snapshot",
-        parameters=[_format_parameter("the stored markdown")],
         responses={
             (200, "application/json"): SnapshotOutput,
             (200, "text/markdown"): {"type": "string"},
@@ -304,6 +297,7 @@ class SnapshotApi(APIView):
         summary="The latest compaction: its counts, markdown and summary",
         description="404 STATE_RECORD_NOT_FOUND when the channel was never compacted.",
     )
+    @query_parameters(_format_parameter("the stored markdown"))
     def get(self, request: Request, name: str) -> HttpResponse:
         wanted = _format(_params(request, ("format",)))
         channel = channel_get(name, viewer=request.user.name)

@@ -16,6 +16,7 @@ from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
+from agentchat.core.query import query_parameters
 from agentchat.core.schema import raises
 from agentchat.core.validation import int_parse
 from channels_app import approvals, events, records, search, selectors, services, words
@@ -71,12 +72,14 @@ def check_sender(request: Request, data: dict[str, Any]) -> None:
 class ChannelListCreateApi(APIView):
     @extend_schema(
         operation_id="channels_list",
-        parameters=openapi.page_parameters(
-            openapi.record_id(CHANNEL_NAME_MAX), "the channel name of the previous page's `next`"
-        ),
         responses=s.ChannelListOutput,
         extensions=raises("INVALID_VALUE", "INVALID_NAME"),
         summary="List channels with the caller's unread counts, a page at a time (by name)",
+    )
+    @query_parameters(
+        *openapi.page_parameters(
+            openapi.record_id(CHANNEL_NAME_MAX), "the channel name of the previous page's `next`"
+        )
     )
     def get(self, request: Request) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
@@ -97,6 +100,7 @@ class ChannelListCreateApi(APIView):
             "is added when missing); to anyone else it does not exist."
         ),
     )
+    @query_parameters()
     def post(self, request: Request) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
         channel = services.channel_create(created_by=request.user.name, **data)
@@ -107,6 +111,7 @@ class ChannelDetailApi(APIView):
     @extend_schema(
         operation_id="channels_show", responses=s.ChannelOutput, summary="Show a channel"
     )
+    @query_parameters()
     def get(self, request: Request, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
@@ -117,7 +122,9 @@ class ChannelDetailApi(APIView):
 
     @extend_schema(
         operation_id="channels_update",
-        extensions=raises(*s.INPUT_CODES, "INVALID_NAME", "CHANNEL_MEMBERS_REQUIRED"),
+        extensions=raises(
+            *s.INPUT_CODES, "INVALID_NAME", "CHANNEL_MEMBERS_REQUIRED", "CHANNEL_NOT_MAINTAINER"
+        ),
         request=s.ChannelUpdateInput,
         responses=s.ChannelOutput,
         summary="Update topic, members or visibility (posts channel.updated when something "
@@ -126,11 +133,14 @@ class ChannelDetailApi(APIView):
             "Only for those who see the channel (else 404 CHANNEL_NOT_FOUND, as for a channel "
             "that does not exist). Whoever makes a channel members-only joins its roster; a "
             "member may remove itself; a members-only channel keeps a member that is an agent "
-            "(400 CHANNEL_MEMBERS_REQUIRED). Posts one channel.updated audit message with the "
+            "(400 CHANNEL_MEMBERS_REQUIRED). A channel that names a maintainer is changed by the "
+            "maintainer only (403 CHANNEL_NOT_MAINTAINER). Posts one channel.updated audit "
+            "message with the "
             "actor and the before and after of each changed field; a PATCH that changes "
             "nothing posts nothing."
         ),
     )
+    @query_parameters()
     def patch(self, request: Request, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
         channel = services.channel_update(
@@ -143,22 +153,22 @@ class ChannelDetailApi(APIView):
 
 class MessageListPostApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "after",
-                openapi.seq(),
-                description="return messages after this seq (ascending)",
-            ),
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
-                description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
-            ),
-        ],
         operation_id="messages_peek",
         extensions=raises("INVALID_SEQ", "INVALID_VALUE"),
         responses=s.MessageListOutput,
         summary="Peek or replay messages; never moves the cursor",
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "after",
+            openapi.seq(),
+            description="return messages after this seq (ascending)",
+        ),
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
+            description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
+        ),
     )
     def get(self, request: Request, name: str) -> Response:
         after, limit = peek_window(request)
@@ -183,6 +193,7 @@ class MessageListPostApi(APIView):
         responses={201: s.MessageOutput, 200: s.MessageOutput},
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
@@ -207,19 +218,6 @@ class ReadApi(APIView):
 
     @extend_schema(
         request=None,
-        parameters=[
-            OpenApiParameter(
-                "limit",
-                {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": selectors.READ_LIMIT_MAX,
-                    "default": selectors.READ_LIMIT_MAX,
-                },
-                description="at most this many messages; a response also stops at "
-                "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
-            ),
-        ],
         responses=s.ReadOutput,
         operation_id="channels_read",
         extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE"),
@@ -228,6 +226,19 @@ class ReadApi(APIView):
             "Relevant messages after the caller's cursor, a page at a time. With `more: true` "
             "relevant messages remain and the cursor stands on the last one returned: read "
             "again. Otherwise the cursor moves to the channel's last seq."
+        ),
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "limit",
+            {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": selectors.READ_LIMIT_MAX,
+                "default": selectors.READ_LIMIT_MAX,
+            },
+            description="at most this many messages; a response also stops at "
+            "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
         ),
     )
     def post(self, request: Request, name: str) -> HttpResponse:
@@ -251,6 +262,7 @@ class AckApi(APIView):
         responses=s.AckOutput,
         summary="Move the cursor without reading",
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -267,6 +279,7 @@ class MarkerClaimApi(APIView):
         extensions=raises("UNKNOWN_FIELD", "INVALID_NAME", "MARKER_ALREADY_CLAIMED"),
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
     )
+    @query_parameters()
     def post(self, request: Request, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -298,21 +311,6 @@ EVENT_CODES = (
 
 class EventListPostApi(APIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "type",
-                {"type": "string", "enum": list(events.TYPES)},
-                description="only events of this type (else 400 EVENT_INVALID_TYPE)",
-            ),
-            OpenApiParameter(
-                "after", openapi.seq(), description="events after this seq (ascending)"
-            ),
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": selectors.EVENTS_MAX},
-                description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
-            ),
-        ],
         operation_id="events_read",
         extensions=raises("EVENT_INVALID_TYPE", "INVALID_SEQ", "INVALID_VALUE"),
         responses=s.EventListOutput,
@@ -322,6 +320,19 @@ class EventListPostApi(APIView):
             "last `limit` without it. Only event messages (posted here) count; ordinary "
             "messages never do. `more`: further events exist (after these with `after`, "
             "before them without)."
+        ),
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "type",
+            {"type": "string", "enum": list(events.TYPES)},
+            description="only events of this type (else 400 EVENT_INVALID_TYPE)",
+        ),
+        OpenApiParameter("after", openapi.seq(), description="events after this seq (ascending)"),
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": selectors.EVENTS_MAX},
+            description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
         ),
     )
     def get(self, request: Request, name: str) -> Response:
@@ -353,6 +364,7 @@ class EventListPostApi(APIView):
             "harness, then the primitives or the status and detail."
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = request.data
         if not isinstance(data, dict):
@@ -385,6 +397,7 @@ class PresenceApi(APIView):
             "wait or ack), and `last_active_at`, the later of the two. Null where there is none."
         ),
     )
+    @query_parameters()
     def get(self, request: Request, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         items = selectors.presence_list(channel=channel, viewer=request.user.name)
@@ -394,13 +407,6 @@ class PresenceApi(APIView):
 class ApprovalsApi(APIView):
     @extend_schema(
         operation_id="approvals_pending",
-        parameters=[
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": approvals.APPROVALS_MAX},
-                description="at most this many (default 100)",
-            )
-        ],
         responses=s.ApprovalListOutput,
         extensions=raises("INVALID_VALUE"),
         summary="Pending approval requests in every channel the caller may see",
@@ -412,6 +418,13 @@ class ApprovalsApi(APIView):
             "other answer is a comment. Oldest first; `more` says the page was cut."
         ),
     )
+    @query_parameters(
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": approvals.APPROVALS_MAX},
+            description="at most this many (default 100)",
+        )
+    )
     def get(self, request: Request) -> Response:
         limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
         pending, more = approvals.approvals_pending(viewer=request.user.name, limit=limit)
@@ -421,21 +434,6 @@ class ApprovalsApi(APIView):
 class SearchApi(APIView):
     @extend_schema(
         operation_id="messages_search",
-        parameters=[
-            OpenApiParameter(
-                "q",
-                {"type": "string", "minLength": 1, "maxLength": words.SEARCH_QUERY_MAX},
-                required=True,
-                description=f"the words to find: at least one, at most {words.SEARCH_TERMS_MAX} "
-                f"of at most {words.SEARCH_TERM_MAX} characters (400 INVALID_VALUE otherwise)",
-            ),
-            OpenApiParameter("channel", str, description="search this channel only"),
-            OpenApiParameter(
-                "limit",
-                {"type": "integer", "minimum": 1, "maximum": search.SEARCH_LIMIT_MAX},
-                description="at most this many (default 50)",
-            ),
-        ],
         responses=s.SearchOutput,
         extensions=raises("INVALID_VALUE", "CHANNEL_NOT_FOUND", "INVALID_NAME"),
         summary="Search messages (title and body) in the channels the caller may see",
@@ -444,6 +442,21 @@ class SearchApi(APIView):
             f"at most {words.SEARCH_TERMS_MAX} words, {words.SEARCH_QUERY_MAX} characters. "
             "Newest first; `more` says the page was cut. Full-text search of the database "
             "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."
+        ),
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "q",
+            {"type": "string", "minLength": 1, "maxLength": words.SEARCH_QUERY_MAX},
+            required=True,
+            description=f"the words to find: at least one, at most {words.SEARCH_TERMS_MAX} "
+            f"of at most {words.SEARCH_TERM_MAX} characters (400 INVALID_VALUE otherwise)",
+        ),
+        OpenApiParameter("channel", str, description="search this channel only"),
+        OpenApiParameter(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": search.SEARCH_LIMIT_MAX},
+            description="at most this many (default 50)",
         ),
     )
     def get(self, request: Request) -> Response:

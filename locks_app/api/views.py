@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.query import query_parameters
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
 from locks_app import records, selectors, services
@@ -25,6 +26,8 @@ from locks_app.api import serializers as s
 # the error table: agentchat.core.schema).
 PATHS = ("PATH_LOCK_INVALID_PATH", "PATH_LOCK_PATTERN_TOO_COMPLEX")
 HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
+# Held patterns starting with a wildcard: the caller's or the channel's cap (a lock, a recovery).
+CAPPED = ("PATH_LOCK_TOO_MANY_PATTERNS",)
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
 
@@ -45,12 +48,14 @@ class LockApiView(APIView):
 class LockListCreateApi(LockApiView):
     @extend_schema(
         operation_id="locks_list",
-        parameters=openapi.page_parameters(
-            openapi.record_id(selectors.LOCK_ID_MAX), "the lock id of the previous page's `next`"
-        ),
         responses=s.LockListOutput,
         extensions=raises("INVALID_VALUE", "PATH_LOCK_INVALID_LOCK_ID"),
         summary="List the channel's path locks (expired too), a page at a time (by lock id)",
+    )
+    @query_parameters(
+        *openapi.page_parameters(
+            openapi.record_id(selectors.LOCK_ID_MAX), "the lock id of the previous page's `next`"
+        )
     )
     def get(self, request: Request, name: str) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
@@ -62,11 +67,12 @@ class LockListCreateApi(LockApiView):
 
     @extend_schema(
         operation_id="locks_lock",
-        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_INVALID_DURATION", *HELD),
+        extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_INVALID_DURATION", *HELD, *CAPPED),
         request=s.LockCreateInput,
         responses={201: s.LockOutput},
         summary="Lock workspace paths (all or none)",
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = s.LockCreateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
@@ -81,16 +87,16 @@ class LockListCreateApi(LockApiView):
     @extend_schema(
         operation_id="locks_unlock_by_path",
         extensions=raises("PATH_LOCK_INVALID_PATH", *OWNED),
-        parameters=[
-            OpenApiParameter(
-                "path",
-                openapi.WORKSPACE_PATH,
-                required=True,
-                description="an exact normalized path",
-            )
-        ],
         responses={200: s.LockOutput},
         summary="Unlock the lock holding this exact normalized path (owner only)",
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "path",
+            openapi.WORKSPACE_PATH,
+            required=True,
+            description="an exact normalized path",
+        )
     )
     def delete(self, request: Request, name: str) -> Response:
         path = request.query_params.get("path")
@@ -113,6 +119,7 @@ class LockCheckApi(LockApiView):
         responses=s.LockCheckOutput,
         summary="List the locks (active and expired) overlapping these paths",
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
         conflicts = selectors.lock_check(
@@ -128,6 +135,7 @@ class LockDetailApi(LockApiView):
         responses=s.LockOutput,
         summary="Show a lock record",
     )
+    @query_parameters()
     def get(self, request: Request, name: str, lock_id: str) -> Response:
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
@@ -140,6 +148,7 @@ class LockDetailApi(LockApiView):
         responses={200: s.LockOutput},
         summary="Unlock (owner only, even when expired)",
     )
+    @query_parameters()
     def delete(self, request: Request, name: str, lock_id: str) -> Response:
         channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
@@ -158,11 +167,13 @@ class LockRecoverApi(LockApiView):
             "PATH_LOCK_NOT_STALE",
             "PATH_LOCK_PATTERN_TOO_COMPLEX",
             *HELD,
+            *CAPPED,
         ),
         request=s.LockRecoverInput,
         responses=s.LockOutput,
         summary="Take over an expired lock (the caller becomes its owner)",
     )
+    @query_parameters()
     def post(self, request: Request, name: str, lock_id: str) -> Response:
         data = s.LockRecoverInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.errors import AppError
+from agentchat.core.query import query_parameters
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
@@ -44,6 +45,8 @@ VALUES = (
 )
 # A leased task: only its owner acts, an expired lease is recovered first.
 LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANSITION")
+# An owned, unleased task: only its owner, its creator or the channel's maintainer change it.
+OWNED = ("TASK_NOT_OWNER",)
 
 
 def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
@@ -55,20 +58,20 @@ class TaskListCreateApi(APIView):
         tags=TAG,
         operation_id="task_list",
         summary="List a channel's tasks with readiness, a page at a time (by id)",
-        parameters=[
-            OpenApiParameter(
-                "status",
-                {"type": "string", "enum": list(STATUSES)},
-                description="only tasks in this status",
-            ),
-            OpenApiParameter("owner", openapi.AGENT_NAME, description="only tasks of this owner"),
-            *openapi.page_parameters(
-                openapi.record_id(TASK_ID_MAX), "the task id of the previous page's `next`"
-            ),
-        ],
         responses=s.TaskListOutput,
         extensions=raises(
             "TASK_INVALID_STATUS", "TASK_INVALID_OWNER", "TASK_INVALID_ID", "INVALID_VALUE"
+        ),
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "status",
+            {"type": "string", "enum": list(STATUSES)},
+            description="only tasks in this status",
+        ),
+        OpenApiParameter("owner", openapi.AGENT_NAME, description="only tasks of this owner"),
+        *openapi.page_parameters(
+            openapi.record_id(TASK_ID_MAX), "the task id of the previous page's `next`"
         ),
     )
     def get(self, request: Request, name: str) -> HttpResponse:
@@ -99,6 +102,7 @@ class TaskListCreateApi(APIView):
             "TASK_DEPENDENCY_CYCLE",
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         data = s.TaskCreateInput.validate_input(request.data)
         claimed = data.pop("created_by", None)
@@ -123,6 +127,7 @@ class TaskDetailApi(APIView):
         responses=s.TaskOutput,
         extensions=raises("TASK_INVALID_ID", "TASK_NOT_FOUND"),
     )
+    @query_parameters()
     def get(self, request: Request, name: str, task_id: str) -> Response:
         return _task_response(
             selectors.task_get(channel=channel_get(name, viewer=request.user.name), task_id=task_id)
@@ -140,6 +145,7 @@ class TaskDetailApi(APIView):
             *TASK,
             *VALUES,
             *LEASED,
+            *OWNED,
             "TASK_INVALID_UPDATE",
             "TASK_INVALID_STATUS",
             "TASK_DEPENDENCY_NOT_READY",
@@ -147,6 +153,7 @@ class TaskDetailApi(APIView):
             "LEASE_MUTATION_REQUIRED",
         ),
     )
+    @query_parameters()
     def patch(self, request: Request, name: str, task_id: str) -> Response:
         data = s.TaskUpdateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
@@ -173,6 +180,7 @@ class TaskClaimApi(APIView):
             "TASK_DEPENDENCY_NOT_READY",
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_claim(
@@ -195,6 +203,7 @@ class TaskRenewApi(APIView):
             *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_renew(
@@ -214,8 +223,9 @@ class TaskDoneApi(APIView):
         "in_progress -> done (task.updated, lease_fallback complete)",
         request=s.LeaseEmptyInput,
         responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, "TASK_DEPENDENCY_NOT_READY"),
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_complete(
@@ -233,8 +243,9 @@ class TaskBlockApi(APIView):
         summary="Block a task (posts task.updated); a leased task cannot be blocked",
         request=s.TaskBlockInput,
         responses=s.TaskOutput,
-        extensions=raises(*INPUT, *TASK, *LEASED, "LEASE_MUTATION_REQUIRED"),
+        extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.TaskBlockInput.validate_input(request.data)
         task = services.task_block(
@@ -253,8 +264,9 @@ class TaskReleaseApi(APIView):
         "plain transition (task.updated, lease_fallback release)",
         request=s.LeaseEmptyInput,
         responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED),
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_release(
@@ -284,6 +296,7 @@ class TaskRecoverApi(APIView):
             "TASK_DEPENDENCY_NOT_READY",
         ),
     )
+    @query_parameters()
     def post(self, request: Request, name: str, task_id: str) -> Response:
         data = s.LeaseRecoverInput.validate_input(request.data)
         task = services.lease_recover(
@@ -306,6 +319,7 @@ class TaskRecoverPendingApi(APIView):
         responses={},
         extensions=raises(*LEASE_INPUT, "LEASE_TRANSACTION_NOT_FOUND"),
     )
+    @query_parameters()
     def post(self, request: Request, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
         services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))

@@ -24,6 +24,7 @@ from channels_app.models import Channel
 from tasks_app import records, selectors
 from tasks_app.models import Lease, LeaseHistory, Task
 from tasks_app.services import audit, graph, store
+from tasks_app.services.ownership import task_owner_guard
 from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, lease_expiry, reason_check
 
 Status = Task.Status
@@ -224,11 +225,14 @@ def lease_renew(
 def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Task:
     """done (``status`` done) and release (``status`` open): with a lease, only its owner
     while unexpired, clearing owner and expiry; without one, a plain transition keeping the
-    owner, audited as ``task.updated`` with ``lease_fallback``."""
+    owner, audited as ``task.updated`` with ``lease_fallback``; an owned task only by its
+    owner, creator or the channel's maintainer (TASK_NOT_OWNER)."""
     store.channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = _owned_lease(task, actor, now)
+    if lease is None:
+        task_owner_guard(task, channel=channel, actor=actor)
     _enter_check(task, status)
 
     before = selectors.task_record(task)
@@ -283,7 +287,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
 def lease_complete(*, channel: Channel, task_id: str, actor: str) -> Task:
     """``task done``: posts ``lease.completed`` (leased) or ``task.updated`` with
     ``lease_fallback: "complete"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
-    LEASE_RECOVERY_REQUIRED, TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY."""
+    LEASE_RECOVERY_REQUIRED, TASK_NOT_OWNER, TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY."""
     return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.DONE)
 
 
@@ -291,7 +295,7 @@ def lease_complete(*, channel: Channel, task_id: str, actor: str) -> Task:
 def lease_release(*, channel: Channel, task_id: str, actor: str) -> Task:
     """``task release``: posts ``lease.released`` (leased) or ``task.updated`` with
     ``lease_fallback: "release"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
-    LEASE_RECOVERY_REQUIRED, TASK_INVALID_TRANSITION."""
+    LEASE_RECOVERY_REQUIRED, TASK_NOT_OWNER, TASK_INVALID_TRANSITION."""
     return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.OPEN)
 
 

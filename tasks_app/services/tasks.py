@@ -17,6 +17,7 @@ from tasks_app import selectors
 from tasks_app.models import Task
 from tasks_app.services import audit, graph, store
 from tasks_app.services.leases import lease_update_guard
+from tasks_app.services.ownership import task_owner_guard
 from tasks_app.services.validation import (
     RESERVED_TASK_IDS,
     acceptance_check,
@@ -120,7 +121,10 @@ def task_create(
 def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, Any]) -> Task:
     store.channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
-    lease_update_guard(task, actor=actor, changes=changes)
+    if selectors.task_lease(task) is not None:
+        lease_update_guard(task, actor=actor, changes=changes)
+    else:
+        task_owner_guard(task, channel=channel, actor=actor)
 
     fields: dict[str, Any] = {}
     if "title" in changes:
@@ -238,7 +242,7 @@ def task_update(
 def task_block(*, channel: Channel, task_id: str, actor: str) -> Task:
     """``open``/``in_progress``/``blocked`` -> ``blocked``, posting ``task.updated``. A leased
     task cannot be blocked: LEASE_RECOVERY_REQUIRED, LEASE_OWNER_MISMATCH or, for its owner,
-    LEASE_MUTATION_REQUIRED. Also TASK_NOT_FOUND, TASK_INVALID_TRANSITION."""
+    LEASE_MUTATION_REQUIRED. Also TASK_NOT_FOUND, TASK_NOT_OWNER, TASK_INVALID_TRANSITION."""
     return _update(
         channel=channel, task_id=task_id, actor=actor, changes={"status": Status.BLOCKED}
     )

@@ -912,6 +912,7 @@ def test_patterns_that_would_spend_more_than_the_budget_are_refused(alice, revie
 
 def test_sixteen_wildcard_patterns_are_compared_exactly(alice, bob, review, settings):
     settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = 64
+    settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT = 64
     sixteen = "".join(f"*{c}" for c in "abcdefghijklmno")
     held = lock(alice, *[f"{sixteen}*x{i}q" for i in range(64)])
     assert held.status_code == 201
@@ -925,7 +926,8 @@ def test_sixteen_wildcard_patterns_are_compared_exactly(alice, bob, review, sett
 HOSTILE = "".join(f"*{c}" for c in "abcdefghijklmno")
 
 
-def test_held_root_patterns_do_not_make_another_agents_request_fail(alice, bob, review):
+def test_held_root_patterns_do_not_make_another_agents_request_fail(alice, bob, review, settings):
+    settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT = 32  # the channel's whole cap
     # Issue 9 review: 32 such patterns held once cost each of bob's requests of 64 paths with
     # long first segments over the whole budget (PATH_LOCK_PATTERN_TOO_COMPLEX).
     assert lock(alice, *[f"{HOSTILE}*x{i}q" for i in range(32)]).status_code == 201
@@ -942,7 +944,12 @@ def test_root_patterns_per_channel_are_capped(alice, bob, review, settings):
     before = state()
     r = lock(bob, "*.json", "*.toml", "src/*.py")
     assert (r.status_code, code(r)) == (409, "PATH_LOCK_TOO_MANY_PATTERNS")
-    assert r.json()["error"]["detail"] == {"held": 2, "requested": 2, "limit": 3}
+    assert r.json()["error"]["detail"] == {
+        "held": 2,
+        "requested": 2,
+        "limit": 3,
+        "scope": "channel",
+    }
     assert state() == before
     # Patterns with a literal prefix, and concrete paths, are not capped; one more root is.
     assert lock(bob, "src/*.py", "docs/**/x", "README").status_code == 201
