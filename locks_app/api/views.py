@@ -43,6 +43,8 @@ class LockApiView(APIView):
 
 
 class LockListCreateApi(LockApiView):
+    heavy_methods = ("GET",)  # agentchat.core.heavy
+
     @extend_schema(
         operation_id="locks_list",
         parameters=openapi.page_parameters(
@@ -106,6 +108,8 @@ class LockListCreateApi(LockApiView):
 
 
 class LockCheckApi(LockApiView):
+    heavy = True  # agentchat.core.heavy
+
     @extend_schema(
         operation_id="locks_check",
         extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_CONFLICT"),
