@@ -144,7 +144,7 @@ def test_one_heavy_request_at_a_time_per_token(settings):
     assert order == ["first", "other", "x", "y"]
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # PostgreSQL: the abort ends the test's transaction
 def test_the_database_aborts_a_statement_past_the_budget():
     with pytest.raises(AppError) as exc, work_budget(0), connection.cursor() as cursor:
         if connection.vendor == "postgresql":

@@ -108,10 +108,12 @@ def work_budget(seconds: float | None = None, using: str = DEFAULT_DB_ALIAS) -> 
             raw = connection.connection
             raw.set_progress_handler(lambda: 1 if budget.over() else 0, PROGRESS_STEPS)
         elif vendor == "postgresql":
-            # Per statement; budget_check bounds the sum between statements. Session-wide (a
-            # request may run statements outside a transaction), reset below.
+            # Per statement; budget_check bounds the sum between statements. For the session
+            # (a request may run statements outside a transaction), reset below; within a
+            # transaction for it only (its end, a rollback too, undoes it).
+            scope = "LOCAL " if connection.in_atomic_block else ""
             with connection.cursor() as cursor:
-                cursor.execute("SET statement_timeout = %s", [max(1, int(seconds * 1000))])
+                cursor.execute(f"SET {scope}statement_timeout = %s", [max(1, int(seconds * 1000))])
         try:
             yield
         except DatabaseError as exc:
@@ -132,13 +134,17 @@ def _statement_timed_out(exc: DatabaseError) -> bool:
 
 
 def _timeout_reset(connection: Any) -> None:
+    status = getattr(getattr(connection.connection, "info", None), "transaction_status", None)
+    if getattr(status, "name", "") == "INERROR":
+        return  # an aborted transaction: its rollback undoes a SET LOCAL, and a SET is reset
+        # by the next budget, or when the pool resets the connection
+    scope = "LOCAL " if connection.in_atomic_block else ""
     try:
-        if connection.in_atomic_block and connection.needs_rollback:
-            return  # the transaction is aborted; its end resets nothing, the close below does
         with connection.cursor() as cursor:
-            cursor.execute("SET statement_timeout = DEFAULT")
+            cursor.execute(f"SET {scope}statement_timeout = DEFAULT")
     except DatabaseError:
-        connection.close()
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 class HeavyGate:
