@@ -1,8 +1,8 @@
 """Heavy requests: what one agent may make the server do at once, and for how long.
 
 A request that can cost more than a few milliseconds of database work (the state summary, a
-compaction, a search, the lists, event reads: a view that says ``heavy = True``, or names the
-methods in ``heavy_methods``) is run by the API lane
+compaction, a search, a peek (up to a megabyte of messages), the lists, event reads: a view
+that says ``heavy = True``, or names the methods in ``heavy_methods``) is run by the API lane
 
 - on a pool of threads of its own (``agentchat.core.db.run_db_heavy``,
   AGENTCHAT_DB_HEAVY_THREADS), so that it never holds the threads that posts, reads, peeks and
@@ -31,10 +31,12 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from agentchat.core.errors import AppError
 
-# SQLite calls the progress handler every this many virtual machine instructions (about
-# 0.1 ms of work here): often enough to stop within a millisecond of the deadline, rarely
-# enough to cost nothing measurable.
-PROGRESS_STEPS = 10_000
+# SQLite calls the progress handler every this many virtual machine instructions (about a
+# millisecond of work here): often enough to stop close to the deadline, rarely enough that
+# taking the GIL for each call (from a thread that released it to run the query) does not
+# slow the short requests' threads (at 10,000 a search beside a victim's posts doubled
+# their p99).
+PROGRESS_STEPS = 100_000
 
 _state = threading.local()
 
