@@ -171,3 +171,14 @@ def test_a_heavy_request_past_its_budget_is_refused_and_a_short_one_is_not(api_f
     r = alice.post("/api/v1/channels/c/messages/", {"title": "short"}, format="json")
     assert r.status_code == 201
     assert Message.objects.filter(channel=Channel.objects.get(name="c")).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_lane_answers_a_refused_heavy_request_with_its_code(api_for, settings):
+    alice = api_for("alice")
+    alice.post("/api/v1/channels/", {"name": "c"}, format="json")
+    settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT = -1  # no room at all: every heavy one refused
+    r = alice.get("/api/v1/channels/c/state/")
+    assert (r.status_code, r.json()["error"]["code"]) == (429, "HEAVY_REQUEST_BUSY")
+    r = alice.post("/api/v1/channels/c/messages/", {"title": "short"}, format="json")
+    assert r.status_code == 201
