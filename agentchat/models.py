@@ -32,3 +32,18 @@ class StateSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"state of {self.channel} at #{self.last_seq}"
+
+
+class StateFold(models.Model):
+    """The channel's message fold as the last summary left it (a checkpoint, one row per
+    channel): a summary folds only the messages after ``last_seq`` (messages are immutable),
+    so what it costs is what was posted since, not the channel's history. Derived and
+    disposable: a missing row, or a fold of another version, is folded again from the latest
+    compaction's fold or from the start."""
+
+    channel = models.OneToOneField(Channel, on_delete=models.CASCADE, related_name="state_fold")
+    last_seq = models.BigIntegerField()
+    fold = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"fold of {self.channel} at #{self.last_seq}"

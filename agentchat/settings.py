@@ -224,6 +224,16 @@ AGENTCHAT_REVOCATION_CHECK_SECONDS = float(
 # one, 200 with four).
 _DEFAULT_DB_THREADS = "1" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "2"
 AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_THREADS))
+# Heavy requests (agentchat.core.heavy: state, compaction, search, lists, event reads) run on
+# threads of their own, one at a time per token (more wait, past the queue 429
+# HEAVY_REQUEST_BUSY), within a budget of database work (past it 503 WORK_BUDGET_EXCEEDED), so
+# that one agent's summaries cannot hold the threads every other agent's posts and peeks need.
+AGENTCHAT_DB_HEAVY_THREADS = int(os.environ.get("AGENTCHAT_DB_HEAVY_THREADS", "2"))
+AGENTCHAT_HEAVY_QUEUE_PER_AGENT = int(os.environ.get("AGENTCHAT_HEAVY_QUEUE_PER_AGENT", "4"))
+AGENTCHAT_HEAVY_BUDGET_SECONDS = float(os.environ.get("AGENTCHAT_HEAVY_BUDGET_SECONDS", "2"))
+# The interpreter's thread switch interval (seconds) once heavy requests run: how long a short
+# request's thread may wait for the GIL that a heavy one holds (Python's default: 0.005).
+AGENTCHAT_GIL_SWITCH = float(os.environ.get("AGENTCHAT_GIL_SWITCH", "0.0005"))
 # The longest lease of a task or lock, seconds (a longer one is refused with the family's
 # *_INVALID_DURATION): a lock of the whole workspace for years would be a denial of service.
 AGENTCHAT_MAX_LEASE_SECONDS = float(os.environ.get("AGENTCHAT_MAX_LEASE_SECONDS", "86400"))

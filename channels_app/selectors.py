@@ -209,12 +209,6 @@ def messages_after_within(
     return _attach(_rows_within(rows, count=limit, max_bytes=max_bytes), channel)
 
 
-def messages_after(*, channel: Channel, after: int, limit: int = PEEK_MAX) -> list[Message]:
-    return _attach(
-        Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:limit], channel
-    )
-
-
 def messages_after_visible(
     *, channel: Channel, viewer: str, after: int, limit: int, max_bytes: int
 ) -> list[Message]:
@@ -227,15 +221,39 @@ def messages_after_visible(
     return messages
 
 
+class PeekPage(NamedTuple):
+    messages: list[Message]  # ascending by seq
+    more: bool  # messages were left out: later ones (with ``after``), else earlier ones
+
+
 def message_peek(
-    *, channel: Channel, after: int | None = None, limit: int = PEEK_DEFAULT
-) -> list[Message]:
-    """The last ``limit`` messages, or the first ``limit`` after ``after``; ascending by seq."""
+    *,
+    channel: Channel,
+    after: int | None = None,
+    limit: int = PEEK_DEFAULT,
+    max_bytes: int = 1024 * 1024,
+) -> PeekPage:
+    """The last ``limit`` messages, or the first ``limit`` after ``after``; ascending by seq;
+    at most about ``max_bytes`` of JSON (the read's budget, always at least one message),
+    planned from the sizes stored with the rows, so that no more rows are loaded than sent.
+    The budget keeps the messages next to ``after``, or the latest ones without it."""
+    ordered = Message.objects.filter(channel=channel)
     if after is not None:
-        return messages_after(channel=channel, after=after, limit=limit)
-    rows = _attach(Message.objects.filter(channel=channel).order_by("-seq")[:limit], channel)
-    rows.reverse()
-    return rows
+        ordered = ordered.filter(seq__gt=after).order_by("seq")
+    else:
+        ordered = ordered.order_by("-seq")
+    sizes = list(ordered.values_list("seq", "json_size")[: limit + 1])
+    if not sizes:
+        return PeekPage([], False)
+    total, taken = 0, 0
+    for _seq, size in sizes[:limit]:
+        total += size + 1
+        if taken and total > max_bytes:
+            break
+        taken += 1
+    first, last = sorted((sizes[0][0], sizes[taken - 1][0]))
+    rows = Message.objects.filter(channel=channel, seq__gte=first, seq__lte=last).order_by("seq")
+    return PeekPage(_attach(rows, channel), taken < len(sizes))
 
 
 def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:

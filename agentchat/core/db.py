@@ -6,7 +6,9 @@ seconds at 8 concurrent posters), and a FIFO hand-off bounds the tail. On Postgr
 plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
 ``run_db`` runs ORM work for the API lane and the consumers on a small pool of
-long-lived threads (AGENTCHAT_DB_THREADS); ``call_on_loop`` lets that work leave a callback
+long-lived threads (AGENTCHAT_DB_THREADS); ``run_db_heavy`` runs the lane's heavy requests
+(``agentchat.core.heavy``) on a pool of their own (AGENTCHAT_DB_HEAVY_THREADS), so that they
+never hold the threads the short ones need; ``call_on_loop`` lets that work leave a callback
 (a push) for the event loop to run with the result. ``inline_executor`` is the tests' way in.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -68,6 +71,7 @@ def write_atomic(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
 
 
 _pool: ThreadPoolExecutor | None = None
+_heavy_pool: ThreadPoolExecutor | None = None
 # Tests only (tests/asgi_client.py): the in-process ASGI test client sets this in the context of
 # each request it drives, and run_db hands that request's database work to it instead of the
 # pool. It runs the work in the test's own thread, on the test's connection and inside the
@@ -135,6 +139,22 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
+def _heavy_executor() -> ThreadPoolExecutor:
+    global _heavy_pool
+    with _pool_lock:
+        if _heavy_pool is None:
+            # A heavy request is mostly Python (folding, rendering) and keeps the GIL; a short
+            # request's thread takes it back after each database call or socket write, and by
+            # default waits up to 5 ms for it each time: tens of such waits made a post 50 ms
+            # (p50) beside a looping summary. A shorter interval bounds each wait.
+            sys.setswitchinterval(min(sys.getswitchinterval(), settings.AGENTCHAT_GIL_SWITCH))
+            _heavy_pool = ThreadPoolExecutor(
+                max_workers=settings.AGENTCHAT_DB_HEAVY_THREADS,
+                thread_name_prefix="agentchat-db-heavy",
+            )
+        return _heavy_pool
+
+
 def _release_connections() -> None:
     # SQLite connections stay open in the pool's few long-lived threads: opening one costs
     # milliseconds, and closing the last one checkpoints and deletes the WAL. PostgreSQL ones go
@@ -152,6 +172,17 @@ def _release_connections() -> None:
 async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run ORM work from async code on a small pool of long-lived threads (the size is
     AGENTCHAT_DB_THREADS), so awaiting code holds no thread and no connection."""
+    return await _run_on(_executor, func, *args, **kwargs)
+
+
+async def run_db_heavy(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``run_db`` on the heavy requests' own pool (AGENTCHAT_DB_HEAVY_THREADS)."""
+    return await _run_on(_heavy_executor, func, *args, **kwargs)
+
+
+async def _run_on(
+    pool: Callable[[], ThreadPoolExecutor], func: Callable[..., T], /, *args: Any, **kwargs: Any
+) -> T:
     loop = asyncio.get_running_loop()
     hand_back = _LoopHandBack(loop)
     inline = inline_executor.get()
@@ -166,6 +197,6 @@ async def run_db(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
                 _release_connections()
 
     try:
-        return await loop.run_in_executor(_executor() if inline is None else inline, call)
+        return await loop.run_in_executor(pool() if inline is None else inline, call)
     finally:
         hand_back.run()

@@ -225,6 +225,22 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("IMPORT_INVALID_META", 400, "_meta.json is not a valid channel description"),
     ("IMPORT_INVALID_CURSOR", 400, "a cursor file holds no message number"),
     ("IMPORT_FOLDER_CHANGED", 409, "a file changed while it was being imported"),
+    # --- heavy requests (agentchat.core.heavy)
+    (
+        "HEAVY_REQUEST_BUSY",
+        429,
+        "the token has a heavy request (state, search, a list) running and the queue is full",
+    ),
+    (
+        "WORK_BUDGET_EXCEEDED",
+        503,
+        "a heavy request ran out of its work budget (AGENTCHAT_HEAVY_BUDGET_SECONDS); retry",
+    ),
+    (
+        "SEARCH_TOO_BROAD",
+        400,
+        "a search prefix (word*) shorter than 3 characters, or more than 2 prefixes",
+    ),
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),
 )

@@ -55,8 +55,9 @@ from agentchat.core.asgi_http import (
     error_send,
     request_check,
 )
-from agentchat.core.db import run_db
+from agentchat.core.db import run_db, run_db_heavy
 from agentchat.core.errors import AppError, ClientGone, error_http_response, internal_error
+from agentchat.core.heavy import HeavyGate, work_budget
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class ApiLane:
         # Django's own request and response conversions; its middleware chain is not used.
         self.django = ASGIHandler()
         self.resolver = get_resolver()
+        self.heavy_gate = HeavyGate()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
@@ -110,7 +112,12 @@ class ApiLane:
             gone = asyncio.ensure_future(disconnected(receive))
             gone.add_done_callback(functools.partial(_client_gone, abandoned))
         try:
-            response = await run_db(self.get_response, request, match)
+            if is_heavy(match, request.method):
+                response = await self._heavy(scope, request, match)
+            else:
+                response = await run_db(self.get_response, request, match)
+        except AppError as exc:
+            response = error_http_response(exc)
         finally:
             if gone is not None:
                 gone.cancel()
@@ -123,18 +130,50 @@ class ApiLane:
             response.headers["Content-Length"] = str(len(response.content))
         await self.django.send_response(response, send)
 
-    def get_response(self, request: HttpRequest, match: ResolverMatch) -> HttpResponse | None:
+    async def _heavy(
+        self, scope: dict[str, Any], request: HttpRequest, match: ResolverMatch
+    ) -> HttpResponse | None:
+        """A heavy request (``agentchat.core.heavy``): after the token's previous one, on the
+        heavy pool, within the work budget."""
+        return await self.heavy_gate.run(
+            HeavyGate.key(scope),
+            lambda: run_db_heavy(self.get_response, request, match, budget=True),
+        )
+
+    def get_response(
+        self, request: HttpRequest, match: ResolverMatch, *, budget: bool = False
+    ) -> HttpResponse | None:
         request.resolver_match = match
         try:
-            response = match.func(request, *match.args, **match.kwargs)
-            if hasattr(response, "render") and callable(response.render):
-                response = response.render()
+            if budget:
+                with work_budget():
+                    response = self._view(request, match)
+            else:
+                response = self._view(request, match)
+        except AppError as exc:
+            return error_http_response(exc)  # the budget ran out where the view could not see
         except ClientGone:
             return None
         except Exception:
             logger.exception("unhandled error on %s %s", request.method, request.path)
             return error_http_response(internal_error())
         return response
+
+    @staticmethod
+    def _view(request: HttpRequest, match: ResolverMatch) -> HttpResponse:
+        response = match.func(request, *match.args, **match.kwargs)
+        if hasattr(response, "render") and callable(response.render):
+            response = response.render()
+        return response
+
+
+def is_heavy(match: ResolverMatch, method: str | None) -> bool:
+    """Whether the view of ``match`` says that ``method`` is heavy (``agentchat.core.heavy``):
+    ``heavy = True`` for all of its methods, or ``heavy_methods``."""
+    view = getattr(match.func, "cls", None)
+    if view is None:
+        return False
+    return bool(getattr(view, "heavy", False)) or method in getattr(view, "heavy_methods", ())
 
 
 def _client_gone(abandoned: threading.Event, watch: asyncio.Future[None]) -> None:

@@ -224,6 +224,7 @@ STRICT_PARAMETER = OpenApiParameter(
 
 
 class StateApi(APIView):
+    heavy = True  # agentchat.core.heavy
     content_negotiation_class = FormatNegotiation
 
     @extend_schema(
@@ -256,6 +257,8 @@ class StateApi(APIView):
 
 
 class CompactApi(APIView):
+    heavy = True
+
     @extend_schema(
         tags=TAG,
         operation_id="state_compact",

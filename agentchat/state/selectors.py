@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from agentchat.core.errors import AppError
 from agentchat.models import StateSnapshot
+from agentchat.state.checkpoints import fold_caught_up
 from agentchat.state.messages import MessageFold, message_views
 from agentchat.state.summary import summary_build
 from channels_app.models import Channel
@@ -32,24 +33,12 @@ def read_snapshot() -> Iterator[None]:
         yield
 
 
-def fold_resumed(channel: Channel) -> MessageFold:
-    """The message fold of the channel's latest compaction, to go on from (messages are
-    immutable), or an empty one."""
-    state = (
-        StateSnapshot.objects.filter(channel=channel)
-        .order_by("-id")
-        .values_list("fold", flat=True)
-        .first()
-    )
-    return MessageFold.from_state(state) or MessageFold()
-
-
 def messages_folded(channel: Channel, *, strict: bool = False) -> MessageFold:
-    """The fold of every message of the channel: the latest compaction's, then the messages
-    posted since, streamed. Raises STATE_MALFORMED_SOURCE in strict mode for the first
-    message the reference could not get through."""
-    fold = fold_resumed(channel)
-    fold.feed_all(message_views(channel, after=fold.last_seq))
+    """The fold of every message of the channel: the furthest stored fold (a checkpoint, a
+    compaction's), then the messages posted since (``checkpoints.fold_caught_up``). Raises
+    STATE_MALFORMED_SOURCE in strict mode for the first message the reference could not get
+    through, WORK_BUDGET_EXCEEDED in a heavy request."""
+    fold, _ = fold_caught_up(channel)
     if strict:
         fold.strict_check()
     return fold
@@ -60,8 +49,13 @@ def state_summary(
 ) -> dict[str, Any]:
     """The channel's state summary (``agentchat.state.summary``). Raises
     STATE_MALFORMED_SOURCE in strict mode (``messages_folded``)."""
+    # The history is folded first, outside the read snapshot (its checkpoints are writes);
+    # within it only the messages posted meanwhile.
+    fold = messages_folded(channel)
     with read_snapshot():
-        fold = messages_folded(channel, strict=strict)
+        fold.feed_all(message_views(channel, after=fold.last_seq))
+        if strict:
+            fold.strict_check()
         return summary_build(channel=channel, fold=fold, generated_at=now or timezone.now())
 
 

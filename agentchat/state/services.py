@@ -12,7 +12,7 @@ from agentchat.core.records import ts_seconds
 from agentchat.models import StateSnapshot
 from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import MessageFold, message_views
-from agentchat.state.selectors import messages_folded, read_snapshot
+from agentchat.state.selectors import messages_folded
 from agentchat.state.summary import summary_build, summary_counts
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible
@@ -35,8 +35,8 @@ def state_compact(*, channel: Channel, actor: str, strict: bool = False) -> Stat
     are read, so writers wait for a bounded part of the work. The snapshot keeps the fold.
     Raises CHANNEL_NOT_FOUND (``actor`` may no longer see the channel),
     STATE_MALFORMED_SOURCE (strict mode)."""
-    with read_snapshot():
-        fold = messages_folded(channel, strict=strict)
+    # Outside any transaction: the fold may store checkpoints as it goes.
+    fold = messages_folded(channel, strict=strict)
     return _compact_commit(channel=channel, actor=actor, fold=fold, strict=strict)
 
 

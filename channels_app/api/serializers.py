@@ -232,6 +232,13 @@ class MessageListOutput(serializers.Serializer):
     cursor = serializers.IntegerField()
 
 
+class PeekOutput(MessageListOutput):
+    more = serializers.BooleanField(
+        help_text="the byte budget or the limit left messages out: later ones (with `after`), "
+        "else earlier ones"
+    )
+
+
 class ReadOutput(MessageListOutput):
     more = serializers.BooleanField(
         help_text="relevant messages remain: the cursor stands on the last one returned"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
@@ -70,6 +72,8 @@ def check_sender(request: Request, data: dict[str, Any]) -> None:
 
 
 class ChannelListCreateApi(APIView):
+    heavy_methods = ("GET",)  # agentchat.core.heavy
+
     @extend_schema(
         operation_id="channels_list",
         responses=s.ChannelListOutput,
@@ -152,10 +156,14 @@ class ChannelDetailApi(APIView):
 
 
 class MessageListPostApi(APIView):
+    # A peek renders up to AGENTCHAT_READ_MAX_BYTES of messages: on the short requests' one
+    # thread, one agent looping it made every other agent's post wait (p50 216 ms).
+    heavy_methods = ("GET",)
+
     @extend_schema(
         operation_id="messages_peek",
         extensions=raises("INVALID_SEQ", "INVALID_VALUE"),
-        responses=s.MessageListOutput,
+        responses=s.PeekOutput,
         summary="Peek or replay messages; never moves the cursor",
     )
     @query_parameters(
@@ -167,17 +175,32 @@ class MessageListPostApi(APIView):
         OpenApiParameter(
             "limit",
             {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
-            description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}",
+            description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}; "
+            "a response also stops at AGENTCHAT_READ_MAX_BYTES of messages (always at "
+            "least one), `more: true` saying messages were left out (later ones with "
+            "`after`, earlier ones without)",
         ),
     )
     def get(self, request: Request, name: str) -> Response:
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
-        messages = selectors.message_peek(channel=channel, after=after, limit=limit)
-        cursor = services.cursor_get(agent=request.user, channel=channel)
-        return Response(
-            {"messages": [records.message_to_dict(m) for m in messages], "cursor": cursor}
+        page = selectors.message_peek(
+            channel=channel, after=after, limit=limit, max_bytes=settings.AGENTCHAT_READ_MAX_BYTES
         )
+        cursor = services.cursor_get(agent=request.user, channel=channel)
+        # Each message's JSON as made once (message_json), assembled as the read's page is.
+        body = b"".join(
+            (
+                b'{"messages":[',
+                b",".join(records.message_json(message) for message in page.messages),
+                b'],"cursor":',
+                json_bytes(cursor),
+                b',"more":',
+                json_bytes(page.more),
+                b"}",
+            )
+        )
+        return HttpResponse(body, content_type="application/json")
 
     @extend_schema(
         operation_id="messages_post",
@@ -310,6 +333,8 @@ EVENT_CODES = (
 
 
 class EventListPostApi(APIView):
+    heavy_methods = ("GET",)
+
     @extend_schema(
         operation_id="events_read",
         extensions=raises("EVENT_INVALID_TYPE", "INVALID_SEQ", "INVALID_VALUE"),
@@ -384,6 +409,8 @@ class EventListPostApi(APIView):
 
 
 class PresenceApi(APIView):
+    heavy = True
+
     @extend_schema(
         operation_id="channels_presence",
         responses=s.PresenceListOutput,
@@ -405,6 +432,8 @@ class PresenceApi(APIView):
 
 
 class ApprovalsApi(APIView):
+    heavy = True
+
     @extend_schema(
         operation_id="approvals_pending",
         responses=s.ApprovalListOutput,
@@ -432,13 +461,24 @@ class ApprovalsApi(APIView):
 
 
 class SearchApi(APIView):
+    heavy = True
+
     @extend_schema(
         operation_id="messages_search",
         responses=s.SearchOutput,
-        extensions=raises("INVALID_VALUE", "CHANNEL_NOT_FOUND", "INVALID_NAME"),
+        extensions=raises(
+            "INVALID_VALUE",
+            "SEARCH_TOO_BROAD",
+            "CHANNEL_NOT_FOUND",
+            "INVALID_NAME",
+            "HEAVY_REQUEST_BUSY",
+            "WORK_BUDGET_EXCEEDED",
+        ),
         summary="Search messages (title and body) in the channels the caller may see",
         description=(
-            f"Every word of `q` must appear (whole words; on SQLite `word*` matches a prefix); "
+            f"Every word of `q` must appear (whole words; on SQLite `word*` matches a prefix "
+            f"of at least {words.SEARCH_PREFIX_MIN} characters, at most "
+            f"{words.SEARCH_PREFIXES_MAX} prefixes a query, else 400 SEARCH_TOO_BROAD); "
             f"at most {words.SEARCH_TERMS_MAX} words, {words.SEARCH_QUERY_MAX} characters. "
             "Newest first; `more` says the page was cut. Full-text search of the database "
             "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."

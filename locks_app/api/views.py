@@ -46,6 +46,8 @@ class LockApiView(APIView):
 
 
 class LockListCreateApi(LockApiView):
+    heavy_methods = ("GET",)  # agentchat.core.heavy
+
     @extend_schema(
         operation_id="locks_list",
         responses=s.LockListOutput,
@@ -112,6 +114,8 @@ class LockListCreateApi(LockApiView):
 
 
 class LockCheckApi(LockApiView):
+    heavy = True  # agentchat.core.heavy
+
     @extend_schema(
         operation_id="locks_check",
         extensions=raises("UNKNOWN_FIELD", *PATHS, "PATH_LOCK_CONFLICT"),

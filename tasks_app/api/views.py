@@ -54,6 +54,8 @@ def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
 
 
 class TaskListCreateApi(APIView):
+    heavy_methods = ("GET",)  # agentchat.core.heavy
+
     @extend_schema(
         tags=TAG,
         operation_id="task_list",

@@ -99,3 +99,17 @@ def test_bad_searches_are_400s_with_a_code(rooms, params, code):
 def test_the_limit_cuts_and_says_more(rooms):
     r = rooms.get("/api/v1/search/", {"q": "deploy", "limit": "1"}).json()
     assert (len(r["results"]), r["more"]) == (1, True)
+
+
+@pytest.mark.parametrize("q", ["a*", "de* plan", "dep* pla* can*", "a* b* c* d* e* f* g* h*"])
+def test_a_query_too_broad_is_refused(rooms, q):
+    r = rooms.get("/api/v1/search/", {"q": q})
+    assert r.status_code == 400, r.content
+    error = r.json()["error"]
+    assert (error["code"], error["detail"]["field"]) == ("SEARCH_TOO_BROAD", "q")
+
+
+def test_prefixes_of_three_characters_are_searched(rooms):
+    # A prefix on SQLite; PostgreSQL's search takes whole words (the * is dropped).
+    expected = [("backend", 1)] if connection.vendor == "sqlite" else []
+    assert found(rooms, q="dep* pla*") == expected

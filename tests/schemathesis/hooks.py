@@ -121,7 +121,7 @@ def tolerated(case: Any, code: str | None, detail: dict[str, Any]) -> bool:
         "data"
     ):
         return any("\x00" in text for text in _strings(body.get("data")))
-    if code == "INVALID_VALUE" and detail.get("field") == "q":
+    if code in {"INVALID_VALUE", "SEARCH_TOO_BROAD"} and detail.get("field") == "q":
         # A search is words (channels_app.search.search_terms): "at least one word, at most
         # eight" is no rule a schema's string can state.
         from channels_app.words import search_terms

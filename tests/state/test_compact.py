@@ -9,7 +9,7 @@ import pytest
 
 from agentchat.core.errors import AppError
 from agentchat.models import StateSnapshot
-from agentchat.state import selectors, services
+from agentchat.state import checkpoints, selectors, services
 from agentchat.state.markdown import state_markdown
 from channels_app.models import Channel, Cursor, Message, Presence
 from locks_app.models import PathLock, PathLockEntry
@@ -191,13 +191,13 @@ def test_a_summary_goes_on_from_the_latest_compactions_fold(scenario, monkeypatc
     scenario.post("carol", "evidence: later", "y")
     resumed = selectors.state_summary(channel=channel)
     folded = []
-    real = selectors.message_views
+    real = checkpoints.message_views
 
     def counted(channel, *, after=0, **kwargs):
         folded.append(after)
         return real(channel, after=after, **kwargs)
 
-    monkeypatch.setattr(selectors, "message_views", counted)
+    monkeypatch.setattr(checkpoints, "message_views", counted)
     selectors.state_summary(channel=channel)
     assert folded == [StateSnapshot.objects.get().last_seq]  # only what came after
     # A snapshot without a fold of this version: the channel is folded from its start.
