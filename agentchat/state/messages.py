@@ -41,6 +41,8 @@ TEXT_FIELDS = (
     "seq",
     "sender",
     "sender_kind",
+    "imported",
+    "claimed_sender_kind",
     "to",
     "reply_to",
     "ts",
