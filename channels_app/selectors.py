@@ -524,16 +524,20 @@ def message_iter_after(
     upto: int | None = None,
     fields: Sequence[str] = (),
     chunk_size: int,
+    limit: int | None = None,
 ) -> Iterator[Message]:
-    """The messages of ``channel`` after seq ``after`` (up to ``upto`` when given), ascending,
-    streamed ``chunk_size`` rows at a time (only ``fields`` loaded when given): memory for one
-    chunk, not the channel."""
+    """The messages of ``channel`` after seq ``after`` (up to ``upto`` when given, the first
+    ``limit`` when given), ascending, streamed ``chunk_size`` rows at a time (only ``fields``
+    loaded when given): memory for one chunk, not the channel."""
     rows = Message.objects.filter(channel=channel, seq__gt=after)
     if upto is not None:
         rows = rows.filter(seq__lte=upto)
     if fields:
         rows = rows.only(*fields)
-    return rows.order_by("seq").iterator(chunk_size=chunk_size)
+    rows = rows.order_by("seq")
+    if limit is not None:
+        rows = rows[:limit]
+    return rows.iterator(chunk_size=chunk_size)
 
 
 def message_last_by_channel(names: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.apps import apps
@@ -97,3 +98,23 @@ def test_the_roof_queries_no_table_directly() -> None:
 def test_the_guard_sees_manager_uses(source: str, owner: bool, expected: list[str]) -> None:
     found = manager_uses(source, owner=owner, own={"StateSnapshot"})
     assert [expression for _, expression in found] == expected
+
+
+@pytest.mark.django_db
+def test_message_iter_after_bounds(make_agent: Any) -> None:
+    """The one stream of a channel's messages the roof reads (the sync, the state fold)."""
+    from channels_app.selectors import message_iter_after
+    from channels_app.services import channel_create, message_post
+
+    make_agent("ann")
+    channel = channel_create(name="walls", created_by="ann")
+    for n in range(6):
+        message_post(channel=channel, sender="ann", title=f"m{n}", body="")
+
+    def seqs(**kwargs: Any) -> list[int]:
+        return [m.seq for m in message_iter_after(channel=channel, chunk_size=2, **kwargs)]
+
+    assert seqs(after=0) == [1, 2, 3, 4, 5, 6]
+    assert seqs(after=2, upto=5) == [3, 4, 5]
+    assert seqs(after=1, limit=3) == [2, 3, 4]
+    assert seqs(after=6) == []
