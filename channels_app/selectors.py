@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Lower
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent
@@ -14,7 +14,8 @@ from agentchat.core.names import CHANNEL_NAME_MAX, is_record_id
 from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.rows import RowSelect
 from channels_app import events
-from channels_app.models import Channel, Cursor, Message, Presence
+from channels_app.approval_rule import APPROVAL_REQUEST
+from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
 from channels_app.records import channel_to_dict, message_json
 
 PEEK_DEFAULT = 100
@@ -416,3 +417,117 @@ def presence_list(*, channel: Channel, viewer: str) -> list[PresenceItem]:
         PresenceItem(name, rows.get(name), *cursors.get(name, (None, None)))
         for name in sorted({*rows, *cursors})
     ]
+
+
+def approval_request_find(*, channel: Channel, seq: int) -> Message | None:
+    """Message #seq of ``channel`` (looked up by its viewer) if it is a request for approval,
+    answered or not; None otherwise."""
+    return Message.objects.filter(channel=channel, seq=seq, status=APPROVAL_REQUEST).first()
+
+
+# --- whole-channel reads for the operator's tools and the dashboard ---------------------------
+# The folder sync and the import run as the server's operator, who sees every channel: these
+# look up by name without a viewer. Surfaces acting for a principal use ``channel_get``.
+
+
+def channel_find(name: str) -> Channel | None:
+    """The channel named exactly ``name``, whoever may see it, or None."""
+    return Channel.objects.filter(name=name).first()
+
+
+def channel_list_all() -> list[Channel]:
+    """Every channel, by name, whoever may see it."""
+    return list(Channel.objects.order_by("name"))
+
+
+def channel_pk_list() -> list[int]:
+    """The primary keys of every channel (what a follower subscribes to)."""
+    return list(Channel.objects.values_list("pk", flat=True))
+
+
+def channel_name_taken(names: Iterable[str]) -> str | None:
+    """One of ``names`` (lowercase) that an existing channel has, compared without case, or
+    None."""
+    return (
+        Channel.objects.annotate(lname=Lower("name"))
+        .filter(lname__in=list(names))
+        .values_list("lname", flat=True)
+        .first()
+    )
+
+
+def channel_lock_for_update(channel: Channel) -> Channel | None:
+    """The channel's row, locked until the transaction ends (no post can come between), or
+    None when it is gone."""
+    return Channel.objects.select_for_update().filter(pk=channel.pk).first()
+
+
+def message_list_among(
+    *, channel: Channel, seqs: Iterable[int], fields: Sequence[str] = ()
+) -> list[Message]:
+    """The messages of ``channel`` with these seqs (in no order), only ``fields`` loaded when
+    given."""
+    rows = Message.objects.filter(channel=channel, seq__in=set(seqs))
+    if fields:
+        rows = rows.only(*fields)
+    return _attach(rows, channel)
+
+
+def message_list_before(*, channel: Channel, before: int | None, limit: int) -> list[Message]:
+    """The last ``limit`` messages of ``channel`` before seq ``before`` (or its last ones),
+    ascending by seq."""
+    rows = Message.objects.filter(channel=channel)
+    if before is not None:
+        rows = rows.filter(seq__lt=before)
+    found = _attach(rows.order_by("-seq")[:limit], channel)
+    found.reverse()
+    return found
+
+
+def message_count_upto(*, channel: Channel, upto: int) -> int:
+    """How many messages of ``channel`` have a seq of at most ``upto``."""
+    return Message.objects.filter(channel=channel, seq__lte=upto).count()
+
+
+def message_iter_after(
+    *,
+    channel: Channel,
+    after: int,
+    upto: int | None = None,
+    fields: Sequence[str] = (),
+    chunk_size: int,
+    limit: int | None = None,
+) -> Iterator[Message]:
+    """The messages of ``channel`` after seq ``after`` (up to ``upto`` when given, the first
+    ``limit`` when given), ascending, streamed ``chunk_size`` rows at a time (only ``fields``
+    loaded when given): memory for one chunk, not the channel."""
+    rows = Message.objects.filter(channel=channel, seq__gt=after)
+    if upto is not None:
+        rows = rows.filter(seq__lte=upto)
+    if fields:
+        rows = rows.only(*fields)
+    rows = rows.order_by("seq")
+    if limit is not None:
+        rows = rows[:limit]
+    return rows.iterator(chunk_size=chunk_size)
+
+
+def message_last_by_channel(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Per channel name of ``names``: its last message's ``seq``, ``sender``, ``title`` and
+    ``ts`` (channels without messages are left out)."""
+    rows = Message.objects.filter(channel__name__in=list(names), seq=F("channel__last_seq")).values(
+        "channel__name", "seq", "sender", "title", "ts"
+    )
+    return {row["channel__name"]: row for row in rows}
+
+
+def cursor_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[tuple[str, int]]:
+    """Every cursor of ``channel`` as (agent name, seq), streamed."""
+    rows = Cursor.objects.filter(channel=channel).values_list("agent__name", "seq")
+    return rows.iterator(chunk_size=chunk_size)
+
+
+def marker_claim_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[MarkerClaim]:
+    """Every claimed marker of ``channel``, by marker, streamed."""
+    rows = MarkerClaim.objects.filter(channel=channel).order_by("marker")
+    return rows.iterator(chunk_size=chunk_size)

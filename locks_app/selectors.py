@@ -5,7 +5,7 @@ Records are spelled by ``locks_app.records``; conflicts are found by ``locks_app
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +57,12 @@ def lock_list(*, channel: Channel) -> list[PathLock]:
     """Every lock of the channel, active and expired, by lock id (the whole list: the API pages
     with ``lock_page``)."""
     return list(_locks(channel))
+
+
+def lock_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[PathLock]:
+    """``lock_list`` streamed ``chunk_size`` locks at a time (their entries fetched per
+    chunk): the folder sync's memory stays one chunk's."""
+    return _locks(channel).iterator(chunk_size=chunk_size)
 
 
 # A lock's planned size in a list: its paths (up to 64, of up to 1 KB, spelled twice) and a

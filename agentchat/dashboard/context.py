@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from agentchat.core.models import Agent
+from agentchat.core.selectors import agent_name_for_user
 from channels_app.approvals import approvals_pending_count
 
 
@@ -17,5 +17,5 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
         return {}
     if not user.is_authenticated:
         return {}
-    name = Agent.objects.filter(user=user).values_list("name", flat=True).first()
+    name = agent_name_for_user(user)
     return {"pending_approvals": approvals_pending_count(viewer=name) if name else 0}

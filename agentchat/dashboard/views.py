@@ -10,7 +10,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import F
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,6 +22,7 @@ from agentchat.core.humans import human_agent
 from agentchat.core.models import Agent
 from agentchat.core.names import is_agent_name
 from agentchat.core.records import ts_parse
+from agentchat.core.selectors import agent_list_by_name
 from agentchat.core.validation import int_parse
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
@@ -34,9 +34,14 @@ from channels_app.models import Channel, Message
 from channels_app.presence import presence_seen_by
 from channels_app.search import messages_search
 from channels_app.selectors import (
+    approval_request_find,
     channel_after_check,
     channel_get,
     channel_list,
+    message_last_by_channel,
+    message_list_among,
+    message_list_before,
+    messages_after,
     unread_count,
 )
 from channels_app.services import cursor_get
@@ -47,10 +52,7 @@ PAGE_CHANNELS = 200
 
 
 def _last_messages(names: list[str]) -> dict[str, dict[str, Any]]:
-    rows = Message.objects.filter(channel__name__in=names, seq=F("channel__last_seq")).values(
-        "channel__name", "seq", "sender", "title", "ts"
-    )
-    return {row["channel__name"]: row for row in rows}
+    return message_last_by_channel(names)
 
 
 @login_required
@@ -139,8 +141,8 @@ def _shown_messages(
     if missing:
         parents.update(
             (m.seq, m)
-            for m in Message.objects.filter(channel=channel, seq__in=missing).only(
-                "seq", "sender", "title", "body", "status"
+            for m in message_list_among(
+                channel=channel, seqs=missing, fields=("seq", "sender", "title", "body", "status")
             )
         )
     pending = approvals_pending_among(
@@ -185,13 +187,7 @@ def channel_page(request: HttpRequest, name: str) -> HttpResponse:
         before = _seq_param("before", request.GET)
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    rows = Message.objects.filter(channel=channel)
-    if before is not None:
-        rows = rows.filter(seq__lt=before)
-    messages = list(rows.order_by("-seq")[:PAGE_MESSAGES])
-    messages.reverse()
-    for message in messages:
-        message.channel = channel
+    messages = message_list_before(channel=channel, before=before, limit=PAGE_MESSAGES)
     cursor = cursor_get(agent=agent, channel=channel)
     shown = _shown_messages(agent, channel, messages)
     first_unread = next(
@@ -266,11 +262,7 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
         after = _seq_param("after", request.GET) or 0
     except AppError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
-    messages = list(
-        Message.objects.filter(channel=channel, seq__gt=after).order_by("seq")[:FRAGMENT_MESSAGES]
-    )
-    for message in messages:
-        message.channel = channel
+    messages = messages_after(channel=channel, after=after, limit=FRAGMENT_MESSAGES)
     return render(
         request,
         "dashboard/_messages.html",
@@ -372,7 +364,7 @@ def agents(request: HttpRequest) -> HttpResponse:
     me = human_agent(request.user)
     latest = presence_seen_by(viewer=me.name, limit=PRESENCE_ROWS)
     people = []
-    for item in Agent.objects.order_by("name").values("name", "kind", "harness")[:PRESENCE_ROWS]:
+    for item in agent_list_by_name(limit=PRESENCE_ROWS):
         people.append({**item, **latest.pop(item["name"], {})})
     people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
     return render(request, "dashboard/agents.html", {"agent": me, "people": people})
@@ -448,7 +440,7 @@ def approval_answer(request: HttpRequest, name: str, seq: int) -> HttpResponse:
                 "decision must be approved or rejected",
                 detail={"field": "decision"},
             )
-        asked = Message.objects.filter(channel=channel, seq=seq, status=APPROVAL_REQUEST).first()
+        asked = approval_request_find(channel=channel, seq=seq)
         if asked is None:
             raise AppError("INVALID_SEQ", f"#{seq} is no approval request", detail={"seq": seq})
         title = f"{ANSWER_TITLES[decision]}: {asked.title}"[: services.TITLE_MAX]

@@ -31,7 +31,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from channels_app.models import Channel
+from channels_app.selectors import channel_pk_list
 from channels_app.services import ROSTER_GROUP, channel_group
 
 
@@ -170,7 +170,7 @@ def follow(
             while not stop.is_set():
                 # Subscribed, then marked, then synced: nothing committed after the sync's
                 # reads can go unrung.
-                bells.watch(Channel.objects.values_list("pk", flat=True))
+                bells.watch(channel_pk_list())
                 bells.mark()
                 sync()
                 runs += 1

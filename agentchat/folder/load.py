@@ -15,12 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db.models.functions import Lower
-
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.folder import importer
-from channels_app.models import Channel
+from channels_app.selectors import channel_name_taken
 from channels_app.services import (
     channel_import,
     cursors_import,
@@ -52,12 +50,7 @@ class ChannelImported:
 
 def _exists_check(plans: list[importer.ChannelPlan]) -> None:
     names = {plan.name.lower(): plan.name for plan in plans}
-    taken = (
-        Channel.objects.annotate(lname=Lower("name"))
-        .filter(lname__in=list(names))
-        .values_list("lname", flat=True)
-        .first()
-    )
+    taken = channel_name_taken(names)
     if taken is not None:
         name = names[taken]
         raise AppError(

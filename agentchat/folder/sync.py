@@ -69,10 +69,19 @@ from agentchat.folder.render import (
     state_bytes,
     task_file,
 )
-from agentchat.models import StateSnapshot
-from channels_app.models import Channel, Cursor, MarkerClaim, Message
-from locks_app.models import PathLock, PathLockEntry
-from tasks_app.models import Lease, Task, TaskDependency
+from agentchat.state.selectors import snapshot_markdown_latest
+from channels_app.models import Channel
+from channels_app.selectors import (
+    channel_find,
+    channel_list_all,
+    cursor_iter_for_channel,
+    marker_claim_iter_for_channel,
+    message_count_upto,
+    message_iter_after,
+    message_list_among,
+)
+from locks_app.selectors import lock_iter_for_channel
+from tasks_app.selectors import task_depends_on, task_lease, tasks_iter
 
 SYNC_DIR = ".agentchat-sync"
 # Bump when the bytes of a message file change (a render fix): every folder is then checked
@@ -321,9 +330,7 @@ class _ChannelSync:
         def check(batch: list[tuple[int, str]]) -> None:
             rows = {
                 row.seq: row
-                for row in Message.objects.filter(
-                    channel=self.channel, seq__in={seq for seq, _ in batch}
-                )
+                for row in message_list_among(channel=self.channel, seqs={seq for seq, _ in batch})
             }
             for seq, name in batch:
                 row = rows.get(seq)
@@ -371,19 +378,19 @@ class _ChannelSync:
         check(pending)
 
         # Some trusted file went (or was never written): write the missing ones again.
-        old = Message.objects.filter(channel=self.channel, seq__lte=through)
         present = trusted + sum(1 for seq in checked if seq <= through)
-        if through and present != old.count():
-            for row in old.order_by("seq").iterator(chunk_size=CHUNK):
+        if through and present != message_count_upto(channel=self.channel, upto=through):
+            old = message_iter_after(channel=self.channel, after=0, upto=through, chunk_size=CHUNK)
+            for row in old:
                 path = self.folder / message_name(row)
                 if row.seq not in checked and not os.path.lexists(path):
                     note(self.files.write(path, message_bytes(row, channel=self.name), PLAIN_MODE))
                     self.report.message_written(row.seq)
 
-        new = Message.objects.filter(channel=self.channel, seq__gt=through, seq__lte=last)
+        new = message_iter_after(channel=self.channel, after=through, upto=last, chunk_size=CHUNK)
         if self.progress is not None:
             self.progress.start(self.name, last - through)
-        for row in new.order_by("seq").iterator(chunk_size=CHUNK):
+        for row in new:
             if row.seq not in checked:
                 path = self.folder / message_name(row)
                 note(self.files.write(path, message_bytes(row, channel=self.name), PLAIN_MODE))
@@ -409,18 +416,13 @@ class _ChannelSync:
             if self.files.create_empty(self.folder / name, RECORD_MODE):
                 report.other.add(name)
         self.files.ensure_dir(self.folder / CURSORS_DIR)
-        cursors = Cursor.objects.filter(channel=self.channel).values_list("agent__name", "seq")
-        for rel, data in cursor_files(cursors.iterator(chunk_size=CHUNK)).items():
+        cursors = cursor_iter_for_channel(channel=self.channel, chunk_size=CHUNK)
+        for rel, data in cursor_files(cursors).items():
             self._put(rel, data, PLAIN_MODE, report.cursors, rel.rpartition("/")[2][:-4])
         self._tasks()
         self._locks()
         self._markers()
-        markdown = (
-            StateSnapshot.objects.filter(channel=self.channel)
-            .order_by("-id")
-            .values_list("markdown", flat=True)
-            .first()
-        )
+        markdown = snapshot_markdown_latest(self.channel)
         if markdown is not None:
             self._put(STATE_FILE, state_bytes(markdown), RECORD_MODE, report.other, STATE_FILE)
         elif self.files.remove(self.folder / STATE_FILE):
@@ -428,48 +430,25 @@ class _ChannelSync:
         self._prune()
 
     def _tasks(self) -> None:
-        tasks = Task.objects.filter(channel=self.channel).select_related("lease").order_by("pk")
-        after = 0
-        while chunk := list(tasks.filter(pk__gt=after)[:RECORD_CHUNK]):
-            after = chunk[-1].pk
-            depends: dict[int, list[str]] = {task.pk: [] for task in chunk}
-            links = (
-                TaskDependency.objects.filter(task__in=list(depends))
-                .order_by("task_id", "position")
-                .values_list("task_id", "dependency__task_id")
+        # Loaded as every reader of tasks loads them (``tasks_app.selectors``), a chunk at a
+        # time.
+        for task in tasks_iter(channel=self.channel, chunk_size=RECORD_CHUNK):
+            lease = task_lease(task)
+            rel, data = task_file(
+                task, channel=self.name, depends_on=task_depends_on(task), lease=lease
             )
-            for task_pk, dependency in links:
-                depends[task_pk].append(dependency)
-            for task in chunk:
-                try:
-                    lease: Lease | None = task.lease
-                except Lease.DoesNotExist:
-                    lease = None
-                rel, data = task_file(
-                    task, channel=self.name, depends_on=depends[task.pk], lease=lease
-                )
-                self._put(rel, data, RECORD_MODE, self.report.tasks, task.task_id)
-                if lease is not None:
-                    rel, data = lease_file(lease, task_id=task.task_id, channel=self.name)
-                    self._put(rel, data, RECORD_MODE, self.report.claims, task.task_id)
+            self._put(rel, data, RECORD_MODE, self.report.tasks, task.task_id)
+            if lease is not None:
+                rel, data = lease_file(lease, task_id=task.task_id, channel=self.name)
+                self._put(rel, data, RECORD_MODE, self.report.claims, task.task_id)
 
     def _locks(self) -> None:
-        from django.db.models import Prefetch
-
-        entries = Prefetch("entries", queryset=PathLockEntry.objects.order_by("position"))
-        locks = (
-            PathLock.objects.filter(channel=self.channel)
-            .select_related("channel")
-            .prefetch_related(entries)
-            .order_by("lock_id")
-        )
-        for lock in locks.iterator(chunk_size=RECORD_CHUNK):
+        for lock in lock_iter_for_channel(channel=self.channel, chunk_size=RECORD_CHUNK):
             rel, data = lock_file(lock)
             self._put(rel, data, RECORD_MODE, self.report.locks, lock.lock_id)
 
     def _markers(self) -> None:
-        claims = MarkerClaim.objects.filter(channel=self.channel).order_by("marker")
-        for claim in claims.iterator(chunk_size=RECORD_CHUNK):
+        for claim in marker_claim_iter_for_channel(channel=self.channel, chunk_size=RECORD_CHUNK):
             found = marker_file(claim)
             if found is not None:
                 rel, data = found
@@ -540,14 +519,14 @@ def folder_sync(
     report = SyncReport()
     with _root_locked(state):
         if channel is not None:
-            found = Channel.objects.filter(name=channel).first()
+            found = channel_find(channel)
             if found is None:
                 raise AppError(
                     "CHANNEL_NOT_FOUND", f"no channel named {channel!r}", detail={"name": channel}
                 )
             channels: list[Channel] = [found]
         else:
-            channels = list(Channel.objects.order_by("name"))
+            channels = channel_list_all()
         for one in channels:
             sync = _ChannelSync(
                 folder=root / one.name, channel=one, verify=verify, progress=progress

@@ -27,9 +27,10 @@ CHECKPOINT_ROWS = 200  # messages folded since the stored fold that make it wort
 
 
 def _stored(model: type[StateFold] | type[StateSnapshot], channel: Channel) -> MessageFold | None:
-    rows = model.objects.filter(channel=channel)
     if model is StateSnapshot:
-        rows = rows.order_by("-id")
+        rows = StateSnapshot.objects.filter(channel=channel).order_by("-id")
+    else:
+        rows = StateFold.objects.filter(channel=channel)
     return MessageFold.from_state(rows.values_list("fold", flat=True).first())
 
 

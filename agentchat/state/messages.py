@@ -33,6 +33,7 @@ from agentchat.core.errors import AppError
 from agentchat.folder.render import message_name, message_text
 from channels_app import events
 from channels_app.models import Channel, Message
+from channels_app.selectors import message_iter_after
 
 # The columns message_text reads: nothing else of a message is loaded (a column it reads that
 # is missing here costs one more query per message).
@@ -343,8 +344,8 @@ def message_views(
 ) -> Iterator[MessageView]:
     """The channel's messages after seq ``after``, ascending (the first ``limit`` of them),
     streamed ``chunk_size`` rows at a time with only the columns their file text needs."""
-    rows = Message.objects.filter(channel=channel, seq__gt=after).order_by("seq").only(*TEXT_FIELDS)
-    if limit is not None:
-        rows = rows[:limit]
-    for message in rows.iterator(chunk_size=chunk_size):
+    rows = message_iter_after(
+        channel=channel, after=after, fields=TEXT_FIELDS, chunk_size=chunk_size, limit=limit
+    )
+    for message in rows:
         yield message_view(message, channel=channel.name)

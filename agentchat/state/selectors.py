@@ -64,6 +64,17 @@ def latest_snapshot(channel: Channel) -> StateSnapshot | None:
     return StateSnapshot.objects.filter(channel=channel).order_by("-id").first()
 
 
+def snapshot_markdown_latest(channel: Channel) -> str | None:
+    """The markdown of the channel's last compaction (the synced folder's ``state.md``), or
+    None; only that column is read."""
+    return (
+        StateSnapshot.objects.filter(channel=channel)
+        .order_by("-id")
+        .values_list("markdown", flat=True)
+        .first()
+    )
+
+
 def snapshot_get(channel: Channel) -> StateSnapshot:
     """``latest_snapshot``, raising STATE_RECORD_NOT_FOUND when the channel was never
     compacted."""
