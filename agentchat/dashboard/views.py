@@ -41,7 +41,7 @@ from channels_app.selectors import (
     message_last_by_channel,
     message_list_among,
     message_list_before,
-    messages_after,
+    message_peek,
     unread_count,
 )
 from channels_app.services import cursor_get
@@ -262,7 +262,7 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
         after = _seq_param("after", request.GET) or 0
     except AppError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
-    messages = messages_after(channel=channel, after=after, limit=FRAGMENT_MESSAGES)
+    messages = message_peek(channel=channel, after=after, limit=FRAGMENT_MESSAGES).messages
     return render(
         request,
         "dashboard/_messages.html",
