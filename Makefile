@@ -25,8 +25,11 @@ run: migrate
 	@echo "AgentChat server on http://$(HOST):$(PORT)/  (create a token: $(PY) manage.py create_agent_token NAME)"
 	$(PY) -m agentchat.serve --host $(HOST) --port $(PORT)
 
+# In pytest-xdist workers, one per CPU (tests/conftest.py gives each its own test database and
+# Redis database); PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 # ruff, then the layers of DESIGN §3 (import-linter contracts in pyproject.toml).
 lint: $(STAMP)

@@ -8,6 +8,9 @@
   talk to it need ``transactional_db`` so their rows are committed and visible to it.
 - ``require_service(kind)``: skip when PostgreSQL/Redis is absent, but fail when
   AGENTCHAT_REQUIRE_SERVICES=1 (CI), so a missing service can never pass silently.
+
+``make test`` runs the suite in pytest-xdist workers: each has a test database and a Redis
+database of its own (``pytest_configure``), and starts its own servers on free ports.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.db import connection
@@ -37,6 +41,40 @@ def pytest_configure(config: pytest.Config) -> None:
     # The test database and the servers' logs go in the data folder: as every process of the
     # project, the suite makes it at its start (the settings create nothing).
     data_dir_prepare()
+    redis_of_worker_use()
+
+
+def worker_index() -> int:
+    """This process's number among pytest-xdist's workers (gw0, gw1, …), 0 without xdist."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def redis_url_of_worker(url: str) -> str:
+    """``url`` moved to a Redis database of this worker's own. Layer groups are named by
+    primary keys, which every worker's test database repeats, and the layer's channel names
+    carry the database number (agentchat.settings): on one database, workers would ring each
+    other's waits and streams."""
+    index = worker_index()
+    if not index:
+        return url
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(db + index) % 16}"))
+
+
+def redis_of_worker_use() -> None:
+    """With REDIS_URL, this worker's layer (and the servers it starts) on its own database."""
+    url = os.environ.get("REDIS_URL")
+    if not url or not worker_index():
+        return
+    from django.conf import settings
+
+    from tests.signals import redis_channel_layers
+
+    url = redis_url_of_worker(url)
+    os.environ["REDIS_URL"] = url  # the environment of the server processes tests start
+    settings.REDIS_URL = url
+    settings.CHANNEL_LAYERS = redis_channel_layers(url)
 
 
 def require_service(kind: str, reachable: bool, why: str) -> None:
@@ -48,7 +86,7 @@ def require_service(kind: str, reachable: bool, why: str) -> None:
 
 
 def redis_url_for_tests() -> str:
-    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    return os.environ.get("REDIS_URL") or redis_url_of_worker("redis://127.0.0.1:6379/0")
 
 
 def redis_reachable(url: str) -> bool:
