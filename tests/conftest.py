@@ -191,6 +191,17 @@ class ServerProcess(serve.ServerProcess):
         }
         super().__init__(env=full_env, log_dir=Path(settings.DATA_DIR))
 
+    _since = 0
+
+    def output(self) -> str:
+        """What the server wrote since ``output_mark()`` (all of it, before a mark)."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._since)
+            return log.read().decode(errors="replace")
+
+    def output_mark(self) -> None:
+        self._since = self.log_path.stat().st_size
+
 
 @pytest.fixture(scope="session")
 def live_server_proc(django_db_setup: Any, django_db_blocker: Any) -> Iterator[ServerProcess]:
@@ -202,6 +213,8 @@ def live_server_proc(django_db_setup: Any, django_db_blocker: Any) -> Iterator[S
 
 @pytest.fixture
 def live(live_server_proc: ServerProcess, transactional_db: Any) -> ServerProcess:
+    # Its output() is this test's: a traceback another test provoked on purpose is not in it.
+    live_server_proc.output_mark()
     return live_server_proc
 
 
