@@ -41,7 +41,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # The test database and the servers' logs go in the data folder: as every process of the
     # project, the suite makes it at its start (the settings create nothing).
     data_dir_prepare()
+    database_of_tests_name()
     redis_of_worker_use()
+
+
+def database_of_tests_name() -> None:
+    """The test database of this process, with its pid in the name so that runs at once (and
+    pytest-xdist's workers, whose suffix pytest-django adds) never share one: on SQLite a file
+    in the data folder (WAL, several connections, a server in another process), on PostgreSQL
+    a database of its own on the server."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        name = str(Path(settings.DATA_DIR) / f"test-{os.getpid()}.sqlite3")
+    else:
+        name = f"test_{db['NAME']}_{os.getpid()}"
+    db["TEST"] = {**db.get("TEST", {}), "NAME": name}
 
 
 def worker_index() -> int:
