@@ -1,9 +1,10 @@
 """Shared fixtures.
 
-- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → an API client with its token,
-  ``api_client`` → one without: their requests go through ``agentchat.asgi.application`` in
-  process, the route production traffic takes (``tests/asgi_client.py``). ``client`` (Django's
-  test client) is for the pages and the admin, and refuses ``/api/``.
+- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → an API client with its token
+  (``alice``, ``bob``, ``carol``: those of three agents), ``api_client`` → one without: their
+  requests go through ``agentchat.asgi.application`` in process, the route production traffic
+  takes (``tests/asgi_client.py``). ``client`` (Django's test client) is for the pages and the
+  admin, and refuses ``/api/``. ``tests/errors.py``: the one way to assert an error answer.
 - ``live_server_proc``: a real daphne process on the test database (session-wide). Tests that
   talk to it need ``transactional_db`` so their rows are committed and visible to it.
 - ``require_service(kind)``: skip when PostgreSQL/Redis is absent, but fail when
@@ -132,6 +133,22 @@ def api_for(make_agent: Callable[[str], tuple[Agent, str]]) -> Callable[[str], A
         return api
 
     return client
+
+
+# The agents most tests talk as: each an API client with a token of its own.
+@pytest.fixture
+def alice(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("alice")
+
+
+@pytest.fixture
+def bob(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("bob")
+
+
+@pytest.fixture
+def carol(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("carol")
 
 
 @pytest.fixture

@@ -7,23 +7,9 @@ import json
 import pytest
 
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
+from tests.errors import error_code
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
 
 
 @pytest.fixture
@@ -43,10 +29,6 @@ def post(client, channel="review", **body):
 
 def raw(client, path, payload: bytes, content_type="application/json"):
     return client.generic("POST", path, payload, content_type=content_type)
-
-
-def error_code(response) -> str:
-    return response.json()["error"]["code"]
 
 
 # --- channels ---------------------------------------------------------------------------------
