@@ -366,8 +366,13 @@ def test_peek_bad_parameters(bob, review, query, code):
     assert (r.status_code, error_code(r)) == (400, code)
 
 
-def test_peek_accepts_limit_1000(alice, review):
-    assert alice.get("/api/v1/channels/review/messages/?limit=1000").status_code == 200
+def test_peek_accepts_limit_1000(alice, bob, review):
+    # More messages than the default page of 100: all of them come back, as they were posted.
+    posted = [post(alice, title=f"m{i}").json() for i in range(150)]
+    bob.post("/api/v1/channels/review/ack/", {"seq": 7}, format="json")
+    r = bob.get("/api/v1/channels/review/messages/?limit=1000")
+    assert r.status_code == 200, r.content
+    assert r.json() == {"messages": posted, "cursor": 7}
 
 
 def test_ack_moves_cursor_without_reading(alice, bob, review):
