@@ -1,10 +1,12 @@
 # AgentChat server. `make run` starts the server on http://127.0.0.1:8000; `make test` runs the
-# whole suite. Both create .venv and install requirements.txt and the project (the `agentchat`
-# command: .venv/bin/agentchat) on first use.
+# whole suite. Both create .venv on first use: `make run` installs what runs (requirements.txt
+# and the project: the `agentchat` command, .venv/bin/agentchat), `make test` and `make lint`
+# the tests' and lint's tools on top (requirements-dev.txt).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
@@ -17,6 +19,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(DEV_STAMP)
+
 migrate: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
@@ -25,16 +31,19 @@ run: migrate
 	@echo "AgentChat server on http://$(HOST):$(PORT)/  (create a token: $(PY) manage.py create_agent_token NAME)"
 	$(PY) -m agentchat.serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
-	$(PY) -m pytest
+# In pytest-xdist workers, one per CPU (tests/conftest.py gives each its own test database and
+# Redis database); PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= auto
+test: $(DEV_STAMP)
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 # ruff, then the layers of DESIGN §3 (import-linter contracts in pyproject.toml).
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 

@@ -126,15 +126,7 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
-    # Tests need a file (WAL, several connections, a live server in another process).
-    DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get("TEST_SQLITE_PATH", str(DATA_DIR / f"test-{os.getpid()}.sqlite3"))
-    }
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # One test database per test run, so parallel runs on one server do not collide.
-    DATABASES["default"]["TEST"] = {
-        "NAME": os.environ.get("TEST_DB_NAME", f"test_{DATABASES['default']['NAME']}_{os.getpid()}")
-    }
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("DB_POOL_MAX", "10")),

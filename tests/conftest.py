@@ -1,13 +1,17 @@
 """Shared fixtures.
 
-- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → an API client with its token,
-  ``api_client`` → one without: their requests go through ``agentchat.asgi.application`` in
-  process, the route production traffic takes (``tests/asgi_client.py``). ``client`` (Django's
-  test client) is for the pages and the admin, and refuses ``/api/``.
+- ``make_agent(name)`` → (agent, raw token); ``api_for(name)`` → an API client with its token
+  (``alice``, ``bob``, ``carol``: those of three agents), ``api_client`` → one without: their
+  requests go through ``agentchat.asgi.application`` in process, the route production traffic
+  takes (``tests/asgi_client.py``). ``client`` (Django's test client) is for the pages and the
+  admin, and refuses ``/api/``. ``tests/errors.py``: the one way to assert an error answer.
 - ``live_server_proc``: a real daphne process on the test database (session-wide). Tests that
   talk to it need ``transactional_db`` so their rows are committed and visible to it.
 - ``require_service(kind)``: skip when PostgreSQL/Redis is absent, but fail when
   AGENTCHAT_REQUIRE_SERVICES=1 (CI), so a missing service can never pass silently.
+
+``make test`` runs the suite in pytest-xdist workers: each has a test database and a Redis
+database of its own (``pytest_configure``), and starts its own servers on free ports.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.db import connection
@@ -37,6 +42,56 @@ def pytest_configure(config: pytest.Config) -> None:
     # The test database and the servers' logs go in the data folder: as every process of the
     # project, the suite makes it at its start (the settings create nothing).
     data_dir_prepare()
+    database_of_tests_name()
+    redis_of_worker_use()
+
+
+def database_of_tests_name() -> None:
+    """The test database of this process, with its pid in the name so that runs at once (and
+    pytest-xdist's workers, whose suffix pytest-django adds) never share one: on SQLite a file
+    in the data folder (WAL, several connections, a server in another process), on PostgreSQL
+    a database of its own on the server."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        name = str(Path(settings.DATA_DIR) / f"test-{os.getpid()}.sqlite3")
+    else:
+        name = f"test_{db['NAME']}_{os.getpid()}"
+    db["TEST"] = {**db.get("TEST", {}), "NAME": name}
+
+
+def worker_index() -> int:
+    """This process's number among pytest-xdist's workers (gw0, gw1, …), 0 without xdist."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def redis_url_of_worker(url: str) -> str:
+    """``url`` moved to a Redis database of this worker's own. Layer groups are named by
+    primary keys, which every worker's test database repeats, and the layer's channel names
+    carry the database number (agentchat.settings): on one database, workers would ring each
+    other's waits and streams."""
+    index = worker_index()
+    if not index:
+        return url
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(db + index) % 16}"))
+
+
+def redis_of_worker_use() -> None:
+    """With REDIS_URL, this worker's layer (and the servers it starts) on its own database."""
+    url = os.environ.get("REDIS_URL")
+    if not url or not worker_index():
+        return
+    from django.conf import settings
+
+    from tests.signals import redis_channel_layers
+
+    url = redis_url_of_worker(url)
+    os.environ["REDIS_URL"] = url  # the environment of the server processes tests start
+    settings.REDIS_URL = url
+    settings.CHANNEL_LAYERS = redis_channel_layers(url)
 
 
 def require_service(kind: str, reachable: bool, why: str) -> None:
@@ -48,7 +103,7 @@ def require_service(kind: str, reachable: bool, why: str) -> None:
 
 
 def redis_url_for_tests() -> str:
-    return os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    return os.environ.get("REDIS_URL") or redis_url_of_worker("redis://127.0.0.1:6379/0")
 
 
 def redis_reachable(url: str) -> bool:
@@ -78,6 +133,22 @@ def api_for(make_agent: Callable[[str], tuple[Agent, str]]) -> Callable[[str], A
         return api
 
     return client
+
+
+# The agents most tests talk as: each an API client with a token of its own.
+@pytest.fixture
+def alice(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("alice")
+
+
+@pytest.fixture
+def bob(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("bob")
+
+
+@pytest.fixture
+def carol(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("carol")
 
 
 @pytest.fixture
@@ -153,6 +224,17 @@ class ServerProcess(serve.ServerProcess):
         }
         super().__init__(env=full_env, log_dir=Path(settings.DATA_DIR))
 
+    _since = 0
+
+    def output(self) -> str:
+        """What the server wrote since ``output_mark()`` (all of it, before a mark)."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._since)
+            return log.read().decode(errors="replace")
+
+    def output_mark(self) -> None:
+        self._since = self.log_path.stat().st_size
+
 
 @pytest.fixture(scope="session")
 def live_server_proc(django_db_setup: Any, django_db_blocker: Any) -> Iterator[ServerProcess]:
@@ -164,6 +246,8 @@ def live_server_proc(django_db_setup: Any, django_db_blocker: Any) -> Iterator[S
 
 @pytest.fixture
 def live(live_server_proc: ServerProcess, transactional_db: Any) -> ServerProcess:
+    # Its output() is this test's: a traceback another test provoked on purpose is not in it.
+    live_server_proc.output_mark()
     return live_server_proc
 
 

@@ -17,6 +17,7 @@ from agentchat.core.asgi_http import (
 )
 from agentchat.core.errors import AppError, error_render
 from tests.conftest import auth
+from tests.errors import error_code as code
 from tests.wire import ws_handshake_status
 
 
@@ -186,10 +187,6 @@ SURFACES = {
     "rest": ("GET", "/api/v1/channels/same/"),
     "wait": ("GET", "/api/v1/channels/same/wait/?timeout=0"),
 }
-
-
-def code(r: httpx.Response) -> str:
-    return r.json()["error"]["code"]
 
 
 @pytest.mark.parametrize("surface", SURFACES)

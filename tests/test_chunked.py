@@ -15,6 +15,7 @@ from channels_app.models import Cursor, Message
 from locks_app.models import PathLock
 from tasks_app.models import Lease, Task
 from tests.conftest import auth
+from tests.errors import error_code as code
 from tests.signals import wait_until
 
 
@@ -33,10 +34,6 @@ def chunked(http: httpx.Client, method: str, path: str, body: dict) -> httpx.Res
 
 # Until expiry uses the precise clock everywhere, "now" may be cut to the second on the server.
 SERVER_CLOCK_STEP = timedelta(seconds=1.1)
-
-
-def code(r: httpx.Response) -> str:
-    return r.json()["error"]["code"]
 
 
 def expires_within(moment, seconds: float) -> bool:

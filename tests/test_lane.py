@@ -11,6 +11,7 @@ import pytest
 
 from channels_app.models import Message
 from tests.conftest import auth
+from tests.errors import error_code as code
 
 
 @pytest.fixture
@@ -19,10 +20,6 @@ def alice(live, make_agent):
     r = httpx.post(f"{live.url}/api/v1/channels/", json={"name": "lane"}, headers=auth(token))
     assert r.status_code == 201
     return token
-
-
-def code(r: httpx.Response) -> str:
-    return r.json()["error"]["code"]
 
 
 def post_raw(live, token, payload: bytes, content_type="application/json"):

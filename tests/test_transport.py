@@ -3,8 +3,11 @@ see (another ASGI server, daphne serving TLS itself) logs one warning per proces
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import json
 import logging
+
+import websockets
 
 from agentchat.core import transport
 from agentchat.core.transport import RAW_SEND, SendWindow
@@ -20,18 +23,21 @@ def test_an_unknown_server_is_warned_of_once(monkeypatch, caplog):
     ]
 
 
-def test_daphne_plain_tcp_is_seen_and_not_warned_of(monkeypatch, caplog):
-    class Transport:
-        producerPaused = True
+def test_daphne_plain_tcp_is_seen_and_not_warned_of(live, make_agent):
+    """Under the server the project runs (``python -m agentchat.serve``: daphne on plain TCP),
+    the window finds the connection's transport behind daphne's ``send``: a websocket served
+    there logs no warning. (That it reads the transport's fullness right, the hostile and slow
+    subscriber tests show: their clients are closed only because the window saw them full.)"""
+    _, token = make_agent("alice")
 
-    class Protocol:
-        transport = Transport()
+    async def subscribed() -> dict:
+        async with websockets.connect(
+            f"{live.ws_url}/ws/channels/",
+            additional_headers={"Authorization": f"Bearer {token}"},
+        ) as ws:
+            # Any answer means the consumer ran, and made its window, before it.
+            await ws.send(json.dumps({"op": "unsubscribe", "channel": "nowhere"}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 10))
 
-    def handle_reply(protocol, message):  # daphne's own name for it
-        pass
-
-    monkeypatch.setattr(transport, "_warned", False)
-    with caplog.at_level(logging.WARNING, logger="agentchat.core.transport"):
-        window = SendWindow({RAW_SEND: functools.partial(handle_reply, Protocol())})
-    assert (window.supported, window.full) == (True, True)
-    assert caplog.records == []
+    assert asyncio.run(subscribed())["type"] == "unsubscribed"
+    assert "flow control is unavailable" not in live.output()

@@ -17,6 +17,7 @@ from agentchat.core.validation import (
     text_check,
 )
 from channels_app.models import Channel, MarkerClaim, Message
+from tests.errors import error_code as error_of
 
 # Every line separator and C0/C1 control that a one-line field must refuse (terminal escape
 # injection into agents that print titles), and characters that are fine.
@@ -181,11 +182,6 @@ def test_channel_names_near_the_reserved_ones_are_fine(name):
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
 def review(alice):
     r = alice.post("/api/v1/channels/", {"name": "review"}, format="json")
     assert r.status_code == 201, r.content
@@ -194,11 +190,6 @@ def review(alice):
 
 def post_raw(client, path: str, body: bytes):
     return client.generic("POST", path, body, content_type="application/json")
-
-
-def error_of(response) -> str:
-    assert 400 <= response.status_code < 500, response.content
-    return response.json()["error"]["code"]
 
 
 @pytest.mark.django_db

@@ -7,23 +7,9 @@ import json
 import pytest
 
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
+from tests.errors import error_code
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
 
 
 @pytest.fixture
@@ -43,10 +29,6 @@ def post(client, channel="review", **body):
 
 def raw(client, path, payload: bytes, content_type="application/json"):
     return client.generic("POST", path, payload, content_type=content_type)
-
-
-def error_code(response) -> str:
-    return response.json()["error"]["code"]
 
 
 # --- channels ---------------------------------------------------------------------------------
@@ -384,8 +366,13 @@ def test_peek_bad_parameters(bob, review, query, code):
     assert (r.status_code, error_code(r)) == (400, code)
 
 
-def test_peek_accepts_limit_1000(alice, review):
-    assert alice.get("/api/v1/channels/review/messages/?limit=1000").status_code == 200
+def test_peek_accepts_limit_1000(alice, bob, review):
+    # More messages than the default page of 100: all of them come back, as they were posted.
+    posted = [post(alice, title=f"m{i}").json() for i in range(150)]
+    bob.post("/api/v1/channels/review/ack/", {"seq": 7}, format="json")
+    r = bob.get("/api/v1/channels/review/messages/?limit=1000")
+    assert r.status_code == 200, r.content
+    assert r.json() == {"messages": posted, "cursor": 7}
 
 
 def test_ack_moves_cursor_without_reading(alice, bob, review):

@@ -12,20 +12,11 @@ import pytest
 from channels_app import services
 from channels_app.models import Channel, Message, Presence
 from channels_app.selectors import channel_get
+from tests.errors import error_code
 
 pytestmark = pytest.mark.django_db
 
 TS_SECONDS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
-
-
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
 
 
 @pytest.fixture
@@ -50,7 +41,7 @@ def read_events(client, channel, **query):
 def error(client, channel, body):
     r = client.post(f"/api/v1/channels/{channel}/events/", body, format="json")
     assert r.status_code == 400, r.content
-    return r.json()["error"]["code"], r.json()["error"]["message"]
+    return error_code(r), r.json()["error"]["message"]
 
 
 def test_a_status_event_is_a_broadcast_message_with_the_references_body(alice, room):

@@ -133,32 +133,35 @@ def test_tasks_end_waits_for_every_task_then_passes_the_callers_cancellation_on(
     from channels_app.live import tasks_end
 
     async def scenario():
+        cleaning = asyncio.Event()
         released = asyncio.Event()
-        ended: list[str] = []
+        order: list[str] = []
 
         async def slow_to_end():
             try:
                 await asyncio.Event().wait()
             finally:
+                cleaning.set()  # tasks_end cancelled it: the caller waits for it now
                 await asyncio.shield(released.wait())  # its clean-up takes a while
-                ended.append("task")
+                order.append("task ended")
 
         task = asyncio.ensure_future(slow_to_end())
-        await asyncio.sleep(0)
-        after: list[str] = []
 
         async def caller():
-            await tasks_end([task])
-            after.append("went on")  # must not happen: it was cancelled
+            try:
+                await tasks_end([task])
+                order.append("went on")  # must not happen: it was cancelled
+            finally:
+                order.append("caller stopped")
 
         waiting = asyncio.ensure_future(caller())
-        await asyncio.sleep(0.01)
+        await cleaning.wait()
         waiting.cancel()
-        await asyncio.sleep(0.01)
-        assert not waiting.done()  # still waiting for the task to end
+        # Both wake-ups are due in this order: a caller that stopped at its cancellation would
+        # be done before the task's clean-up ran.
         released.set()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        return ended, after
+        return order
 
-    assert asyncio.run(scenario()) == (["task"], [])
+    assert asyncio.run(scenario()) == ["task ended", "caller stopped"]

@@ -19,23 +19,9 @@ from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from channels_app.selectors import channel_get, channels_visible_to
 from locks_app.models import PathLock
 from tasks_app.models import Lease, Task
+from tests.errors import error_code
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
 
 
 def create(client, name, **body):
@@ -52,10 +38,6 @@ def post(client, name, **body):
     r = client.post(f"/api/v1/channels/{name}/messages/", body, format="json")
     assert r.status_code == 201, r.content
     return r.json()
-
-
-def error_code(response) -> str:
-    return response.json()["error"]["code"]
 
 
 def snapshot() -> dict[str, Any]:

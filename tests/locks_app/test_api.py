@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from channels_app.models import Message
 from locks_app.models import PathLock, PathLockEntry
+from tests.errors import error_code as code
 
 pytestmark = pytest.mark.django_db
 
@@ -66,21 +67,6 @@ REFERENCE_LOCKED_BODY = """{
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
-
-
-@pytest.fixture
 def review(alice):
     r = alice.post("/api/v1/channels/", {"name": "review"}, format="json")
     assert r.status_code == 201, r.content
@@ -97,10 +83,6 @@ def check(client, *paths):
 
 def raw_post(client, url, body: str):
     return client.generic("POST", url, body.encode(), content_type="application/json")
-
-
-def code(response) -> str:
-    return response.json()["error"]["code"]
 
 
 def audits():

@@ -7,12 +7,13 @@ import pytest
 
 from agentchat.models import StateSnapshot
 from channels_app.models import Message
+from tests.errors import error_code
 
 pytestmark = pytest.mark.django_db
 
 
 def code(response) -> tuple[int, str]:
-    return response.status_code, response.json()["error"]["code"]
+    return response.status_code, error_code(response)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 from channels_app.models import Channel, Message
 from tasks_app import selectors
 from tasks_app.models import Lease, LeaseHistory, Task
+from tests.errors import error_code
 
 CHANNEL = "backend"
 
@@ -71,11 +72,8 @@ def show(client: APIClient, task_id: str) -> dict[str, Any]:
 def error(response: Any, status: int, code: str) -> dict[str, Any]:
     """Assert an error response and return its body's ``error``."""
     assert response.status_code == status, response.content
-    body = response.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) == {"code", "message", "detail"}
-    assert body["error"]["code"] == code, body
-    return body["error"]
+    assert error_code(response) == code, response.content
+    return response.json()["error"]
 
 
 def audits(channel: str = CHANNEL) -> list[Message]:

@@ -1,0 +1,20 @@
+"""The one way the tests look at an error answer (an API client's response or an httpx one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentchat.core.errors import ERRORS
+
+
+def error_code(response: Any) -> str:
+    """The code of an error answer, once it is checked to be one: the body is
+    ``{"error": {"code", "message", "detail"}}`` with a declared code, sent with that code's
+    status (agentchat/core/errors.py)."""
+    body = response.json()
+    assert set(body) == {"error"}, response.content
+    assert set(body["error"]) == {"code", "message", "detail"}, body
+    code = body["error"]["code"]
+    assert code in ERRORS, f"undeclared code {code!r}"
+    assert response.status_code == ERRORS[code].status, (response.status_code, body)
+    return code
