@@ -101,6 +101,45 @@ def _enter_check(task: Task, new_status: str) -> None:
     )
 
 
+def _lease_write(
+    task: Task,
+    *,
+    channel: Channel,
+    actor: str,
+    now: datetime,
+    before: dict[str, Any],
+    event: str,
+    history: dict[str, Any] | None,
+    details: dict[str, Any],
+    conflict_code: str = "TASK_CONFLICT",
+    **fields: Any,
+) -> Task:
+    """What every lease mutation ends with, in one place: the task's compare-and-set write
+    of ``fields`` stamped ``now`` to the microsecond, the lease history row of ``event``
+    (``history``: its owner and expiry columns; None, no lease, no row) and the audit message
+    with ``details``, the two sharing one transaction id. Returns the reloaded task."""
+    store.task_write(
+        task,
+        conflict_code=conflict_code,
+        updated_at=now,
+        updated_at_spelling=Task.Spelling.MICROSECONDS,
+        **fields,
+    )
+    transaction_id = uuid.uuid4().hex
+    if history is not None:
+        audit.lease_history_add(
+            task, event=event, at=now, actor=actor, transaction_id=transaction_id, **history
+        )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event=str(event),  # the history's choice, as the plain string the payload carries
+        before=before,
+        details={**details, "transaction_id": transaction_id},
+    )
+
+
 @write_atomic()
 def lease_claim(
     *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
@@ -149,31 +188,18 @@ def lease_claim(
             f"task {task.task_id} is already leased",
             detail={"task_id": task.task_id},
         ) from None
-    store.task_write(
-        task,
-        conflict_code="LEASE_CONFLICT",
-        owner=actor,
-        status=Status.IN_PROGRESS,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.CLAIMED,
-        at=now,
-        actor=actor,
-        owner=actor,
-        lease_expires_at=expires_at,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.claimed",
+        now=now,
         before=before,
-        details={"lease_owner": actor, "transaction_id": transaction_id},
+        event=LeaseHistory.Event.CLAIMED,
+        history={"owner": actor, "lease_expires_at": expires_at},
+        details={"lease_owner": actor},
+        conflict_code="LEASE_CONFLICT",
+        owner=actor,
+        status=Status.IN_PROGRESS,
     )
 
 
@@ -199,25 +225,19 @@ def lease_renew(
     before = selectors.task_record(task)
     previous_expiry = lease.lease_expires_at
     Lease.objects.filter(pk=lease.pk).update(lease_expires_at=expires_at, updated_at=now)
-    store.task_write(task, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS)
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.RENEWED,
-        at=now,
-        actor=actor,
-        owner=actor,
-        lease_expires_at=expires_at,
-        previous_lease_expires_at=previous_expiry,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.renewed",
+        now=now,
         before=before,
-        details={"lease_owner": actor, "transaction_id": transaction_id},
+        event=LeaseHistory.Event.RENEWED,
+        history={
+            "owner": actor,
+            "lease_expires_at": expires_at,
+            "previous_lease_expires_at": previous_expiry,
+        },
+        details={"lease_owner": actor},
     )
 
 
@@ -232,50 +252,32 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     _enter_check(task, status)
 
     before = selectors.task_record(task)
-    transaction_id = uuid.uuid4().hex
     completing = status == Status.DONE
+    write = {"channel": channel, "actor": actor, "now": now, "before": before, "status": status}
     if lease is None:
-        store.task_write(
-            task, status=status, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS
-        )
-        event = "task.updated"
-        details: dict[str, Any] = {
-            "lease_fallback": "complete" if completing else "release",
-            "transaction_id": transaction_id,
-        }
-    else:
-        previous_expiry = lease.lease_expires_at
-        lease.delete()
-        store.task_write(
+        return _lease_write(
             task,
-            owner="",
-            status=status,
-            updated_at=now,
-            updated_at_spelling=Task.Spelling.MICROSECONDS,
+            event="task.updated",
+            history=None,
+            details={"lease_fallback": "complete" if completing else "release"},
+            **write,
         )
-        event = "lease.completed" if completing else "lease.released"
-        audit.lease_history_add(
-            task,
-            event=event,
-            at=now,
-            actor=actor,
-            owner=lease.owner,
-            lease_expires_at=None,
-            previous_lease_expires_at=previous_expiry,
-            transaction_id=transaction_id,
-        )
-        details = {
+    previous_expiry = lease.lease_expires_at
+    lease.delete()
+    return _lease_write(
+        task,
+        event=LeaseHistory.Event.COMPLETED if completing else LeaseHistory.Event.RELEASED,
+        history={
+            "owner": lease.owner,
+            "lease_expires_at": None,
+            "previous_lease_expires_at": previous_expiry,
+        },
+        details={
             "lease_owner": lease.owner,
             "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "transaction_id": transaction_id,
-        }
-    return audit.task_audit(
-        task,
-        channel=channel,
-        actor=actor,
-        event=event,
-        before=before,
-        details=details,
+        },
+        owner="",
+        **write,
     )
 
 
@@ -371,44 +373,33 @@ def lease_recover(
         previous_lease_expires_at=previous_expiry,
         recovery_reason=reason,
     )
-    store.task_write(
-        task,
-        owner=new_owner,
-        status=Status.IN_PROGRESS,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.RECOVERED,
-        at=now,
-        actor=actor,
-        owner=new_owner,
-        lease_expires_at=expires_at,
-        previous_owner=previous_owner,
-        previous_lease_expires_at=previous_expiry,
-        recovery_reason=reason,
-        transaction_id=transaction_id,
-    )
     details = {
         "lease_owner": new_owner,
         "previous_owner": previous_owner,
         "previous_lease_expires_at": records.lease_ts(previous_expiry),
         "recovery_reason": reason,
-        "transaction_id": transaction_id,
     }
     if actor != new_owner:
         # Someone recovered it for someone else (the admin): the reference's keys stay as
         # they are and name the new owner; ``actor`` says who acted, as the sender does.
         details["actor"] = actor
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.recovered",
+        now=now,
         before=before,
+        event=LeaseHistory.Event.RECOVERED,
+        history={
+            "owner": new_owner,
+            "lease_expires_at": expires_at,
+            "previous_owner": previous_owner,
+            "previous_lease_expires_at": previous_expiry,
+            "recovery_reason": reason,
+        },
         details=details,
+        owner=new_owner,
+        status=Status.IN_PROGRESS,
     )
 
 
@@ -450,39 +441,28 @@ def lease_force_release(
     lease_as_it_was = selectors.lease_record(lease)
     previous_expiry = lease.lease_expires_at
     lease.delete()
-    store.task_write(
-        task,
-        owner="",
-        status=Status.OPEN,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.FORCE_RELEASED,
-        at=now,
-        actor=actor,
-        owner=lease.owner,
-        lease_expires_at=None,
-        previous_lease_expires_at=previous_expiry,
-        recovery_reason=reason,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.force_released",
+        now=now,
         before=before,
+        event=LeaseHistory.Event.FORCE_RELEASED,
+        history={
+            "owner": lease.owner,
+            "lease_expires_at": None,
+            "previous_lease_expires_at": previous_expiry,
+            "recovery_reason": reason,
+        },
         details={
             "lease_owner": lease.owner,
             "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "transaction_id": transaction_id,
             "lease": lease_as_it_was,
             "actor": actor,
             "reason": reason,
         },
+        owner="",
+        status=Status.OPEN,
     )
 
 
