@@ -20,6 +20,7 @@ from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors
 from tasks_app.models import Lease, LeaseHistory, Task
@@ -151,7 +152,7 @@ def lease_claim(
     LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION;
     TASK_INVALID_TRANSITION; TASK_DEPENDENCY_NOT_READY.
     """
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = selectors.task_lease(task)
@@ -213,7 +214,7 @@ def lease_renew(
     Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED,
     LEASE_INVALID_DURATION.
     """
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = _owned_lease(task, actor, now)
@@ -245,7 +246,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     """done (``status`` done) and release (``status`` open): with a lease, only its owner
     while unexpired, clearing owner and expiry; without one, a plain transition keeping the
     owner, audited as ``task.updated`` with ``lease_fallback``."""
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = _owned_lease(task, actor, now)
@@ -342,7 +343,7 @@ def lease_recover(
     new_owner = check_agent_name(
         actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
     )
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     lease = selectors.task_lease(task)
     if lease is None:
@@ -426,7 +427,7 @@ def lease_force_release(
     (the lease is no longer ``expected_owner``'s until ``expected_expires_at``, when given).
     """
     reason = reason_check(reason)
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     lease = selectors.task_lease(task)
     if lease is None:
