@@ -14,6 +14,7 @@ from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import MessageFold, message_views
 from agentchat.state.selectors import messages_folded, read_snapshot
 from agentchat.state.summary import summary_build, summary_counts
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible
 from channels_app.services import audit_post
@@ -44,7 +45,7 @@ def state_compact(*, channel: Channel, actor: str, strict: bool = False) -> Stat
 def _compact_commit(
     *, channel: Channel, actor: str, fold: MessageFold, strict: bool
 ) -> StateSnapshot:
-    locked = Channel.objects.select_for_update().filter(pk=channel.pk).first()
+    locked = channel_lock(channel)
     if locked is None or not channel_visible(locked, actor):
         raise channel_not_found(channel.name)
     fold.feed_all(message_views(locked, after=fold.last_seq))
