@@ -21,9 +21,10 @@ from agentchat.core.admin_actions import (
     seen_parse,
 )
 from agentchat.core.errors import AppError
+from agentchat.core.records import is_expired
 from agentchat.core.services import admin_actor
 from channels_app.selectors import channels_refusing_owner
-from locks_app import selectors, services
+from locks_app import services
 from locks_app.models import PathLock, PathLockEntry
 
 
@@ -126,7 +127,7 @@ class PathLockAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def state(self, obj: PathLock) -> str:
-        if selectors.lock_is_expired(obj):
+        if is_expired(obj.expires_at):
             return format_html('<strong style="color:#ba2121">{}</strong>', "EXPIRED")
         return "active"
 

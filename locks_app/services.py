@@ -39,7 +39,7 @@ from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from agentchat.core.paths import safe_text
-from agentchat.core.records import expiry_after
+from agentchat.core.records import expiry_after, is_expired
 from agentchat.core.validation import reason_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
@@ -309,7 +309,7 @@ def lock_recover(
     scan: ConflictScan | None = None
     with contextlib.suppress(AppError):  # judged again, in the reference's order, below
         early = _target(channel, lock_id, path)
-        if selectors.lock_is_expired(early):
+        if is_expired(early.expires_at):
             # The comparisons outside the write transaction, as in lock_acquire.
             scan = _entries_scan(channel, early, budget)
             scan.run()
@@ -318,7 +318,7 @@ def lock_recover(
         lock = _target(channel, lock_id, path)
         _seen_check(lock, expected_owner, expected_expires_at)
         now = clock.now()
-        if not records.lock_is_expired(lock, now):
+        if not is_expired(lock.expires_at, now):
             raise AppError(
                 "PATH_LOCK_NOT_STALE",
                 f"lock {lock.lock_id} is still active",

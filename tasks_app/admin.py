@@ -42,14 +42,10 @@ class ReadOnlyMixin:
         return False
 
 
-def _expired(lease: Lease) -> bool:
-    return is_expired(lease.lease_expires_at, clock.now())
-
-
 def _expiry_cell(lease: Lease | None) -> str:
     if lease is None:
         return "-"
-    if _expired(lease):
+    if is_expired(lease.lease_expires_at):
         return format_html(
             '<strong style="color:#ba2121">EXPIRED {}</strong>', lease.lease_expires_at
         )

@@ -20,6 +20,7 @@ from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from agentchat.core.records import is_expired
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors
@@ -65,7 +66,7 @@ def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> No
     lease = selectors.task_lease(task)
     if lease is None:
         return
-    if store.is_expired(lease, clock.now()):
+    if is_expired(lease.lease_expires_at):
         _raise_recovery_required(task, lease)
     if actor != lease.owner:
         _raise_owner_mismatch(task, lease, actor)
@@ -87,7 +88,7 @@ def _owned_lease(task: Task, actor: str, now: datetime) -> Lease | None:
         return None
     if lease.owner != actor:
         _raise_owner_mismatch(task, lease, actor)
-    if store.is_expired(lease, now):
+    if is_expired(lease.lease_expires_at, now):
         _raise_recovery_required(task, lease)
     return lease
 
@@ -157,7 +158,7 @@ def lease_claim(
     now = clock.now()
     lease = selectors.task_lease(task)
     if lease is not None:
-        if store.is_expired(lease, now):
+        if is_expired(lease.lease_expires_at, now):
             _raise_recovery_required(task, lease)
         raise AppError(
             "LEASE_CONFLICT",
@@ -350,7 +351,7 @@ def lease_recover(
         _raise_lease_not_found(task)
     _seen_check(task, lease, expected_owner, expected_expires_at)
     now = clock.now()
-    if not store.is_expired(lease, now):
+    if not is_expired(lease.lease_expires_at, now):
         raise AppError(
             "LEASE_NOT_EXPIRED",
             f"lease for task {task.task_id} is still active",

@@ -20,21 +20,15 @@ reference writes them) is the records' business, not the clock's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db.models import F
 
 from agentchat.core.errors import AppError
-from agentchat.core.records import is_expired as records_is_expired
 from channels_app.models import Channel
 from tasks_app import selectors
-from tasks_app.models import Lease, Task, TaskDependency
+from tasks_app.models import Task, TaskDependency
 from tasks_app.services import graph
-
-
-def is_expired(lease: Lease, now: datetime) -> bool:
-    return records_is_expired(lease.lease_expires_at, now)
 
 
 def task_write(task: Task, *, conflict_code: str = "TASK_CONFLICT", **fields: Any) -> None:
