@@ -15,6 +15,7 @@ from django.utils.html import format_html
 
 from agentchat.core import clock
 from agentchat.core.admin_actions import (
+    ReadOnly,
     ReasonForm,
     confirm_page,
     owner_exists_check,
@@ -83,7 +84,7 @@ FORCE_RELEASE_INTRO = (
 
 
 @admin.register(PathLock)
-class PathLockAdmin(admin.ModelAdmin):
+class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     """Locks change only through the services (each change posts its audit message), so the
     admin neither edits nor deletes them; "recover stale lock" calls ``lock_recover`` and
     "force release" ``lock_force_release``."""
@@ -108,15 +109,6 @@ class PathLockAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PathLock]:
         return super().get_queryset(request).prefetch_related("entries")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
     def has_recover_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("locks_app.change_pathlock")
