@@ -80,6 +80,23 @@ def api_for(make_agent: Callable[[str], tuple[Agent, str]]) -> Callable[[str], A
     return client
 
 
+# The three agents most tests talk as, each an authenticated API client (a test module that
+# needs them otherwise, say over a live server, defines its own).
+@pytest.fixture
+def alice(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("alice")
+
+
+@pytest.fixture
+def bob(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("bob")
+
+
+@pytest.fixture
+def carol(api_for: Callable[[str], APIClient]) -> APIClient:
+    return api_for("carol")
+
+
 @pytest.fixture
 def api_client(db: Any) -> APIClient:
     """An API client without credentials, through the ASGI application."""

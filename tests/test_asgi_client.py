@@ -15,11 +15,6 @@ from channels_app.models import Channel
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
 def test_api_requests_go_through_the_lane_not_django_s_handler(alice, make_agent):
     started: list[object] = []
 

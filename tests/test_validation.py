@@ -181,11 +181,6 @@ def test_channel_names_near_the_reserved_ones_are_fine(name):
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
 def review(alice):
     r = alice.post("/api/v1/channels/", {"name": "review"}, format="json")
     assert r.status_code == 201, r.content

@@ -12,21 +12,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
-
-
-@pytest.fixture
 def review(alice):
     r = alice.post(
         "/api/v1/channels/",

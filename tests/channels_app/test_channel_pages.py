@@ -18,11 +18,6 @@ URL = "/api/v1/channels/"
 
 
 @pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
 def many(db, make_agent):
     """25 channels bob sees (open ones and members-only ones with him) and 10 he does not."""
     make_agent("alice")

@@ -19,16 +19,6 @@ TS_SECONDS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00\Z")
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
 def room(alice):
     r = alice.post("/api/v1/channels/", {"name": "room"}, format="json")
     assert r.status_code == 201, r.content

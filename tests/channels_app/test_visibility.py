@@ -23,21 +23,6 @@ from tasks_app.models import Lease, Task
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
-
-
 def create(client, name, **body):
     r = client.post("/api/v1/channels/", {"name": name, **body}, format="json")
     assert r.status_code == 201, r.content

@@ -66,21 +66,6 @@ REFERENCE_LOCKED_BODY = """{
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
-def bob(api_for):
-    return api_for("bob")
-
-
-@pytest.fixture
-def carol(api_for):
-    return api_for("carol")
-
-
-@pytest.fixture
 def review(alice):
     r = alice.post("/api/v1/channels/", {"name": "review"}, format="json")
     assert r.status_code == 201, r.content
