@@ -122,9 +122,9 @@ def _web_request_install() -> None:
     from daphne import http_protocol
     from django.conf import settings
 
-    from agentchat.core.asgi_http import request_too_large
     from agentchat.core.encode import json_bytes
     from agentchat.core.errors import error_body
+    from agentchat.core.validation import request_too_large
 
     limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
     body = json_bytes(error_body(request_too_large(limit)))

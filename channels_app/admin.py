@@ -14,6 +14,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpRequest
 
+from agentchat.core.admin_actions import ReadOnly
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_channel_name
 from agentchat.core.services import admin_actor
@@ -24,15 +25,8 @@ from channels_app.models import Channel, Cursor, MarkerClaim, Message
 AUDITED_FIELDS = ("topic", "members", "visibility")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    pass
 
 
 class ChannelForm(forms.ModelForm):

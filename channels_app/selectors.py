@@ -456,12 +456,6 @@ def channel_name_taken(names: Iterable[str]) -> str | None:
     )
 
 
-def channel_lock_for_update(channel: Channel) -> Channel | None:
-    """The channel's row, locked until the transaction ends (no post can come between), or
-    None when it is gone."""
-    return Channel.objects.select_for_update().filter(pk=channel.pk).first()
-
-
 def message_list_among(
     *, channel: Channel, seqs: Iterable[int], fields: Sequence[str] = ()
 ) -> list[Message]:

@@ -28,6 +28,7 @@ from agentchat.core.revocation import token_is_live
 from agentchat.core.rows import row_insert, rows_insert
 from agentchat.core.validation import json_value_check, text_check
 from channels_app import events
+from channels_app.locking import channel_lock
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
 from channels_app.records import audit_body, audit_title, message_json_size, message_to_dict
 from channels_app.selectors import (
@@ -226,7 +227,7 @@ def channel_update(
         visibility_check(visibility)
     # The row lock serializes concurrent updates on PostgreSQL (on SQLite the write transaction
     # already does), so each audit's "before" is what the previous update wrote.
-    current = Channel.objects.select_for_update().filter(pk=channel.pk).first()
+    current = channel_lock(channel)
     if current is None or not (admin or channel_visible(current, actor)):
         raise channel_not_found(channel.name)
     if current.maintainer and not admin and actor != current.maintainer:

@@ -15,15 +15,17 @@ from django.utils.html import format_html
 
 from agentchat.core import clock
 from agentchat.core.admin_actions import (
+    ReadOnly,
     ReasonForm,
     confirm_page,
     owner_exists_check,
     seen_parse,
 )
 from agentchat.core.errors import AppError
+from agentchat.core.records import is_expired
 from agentchat.core.services import admin_actor
 from channels_app.selectors import channels_refusing_owner
-from locks_app import selectors, services
+from locks_app import services
 from locks_app.models import PathLock, PathLockEntry
 
 
@@ -82,7 +84,7 @@ FORCE_RELEASE_INTRO = (
 
 
 @admin.register(PathLock)
-class PathLockAdmin(admin.ModelAdmin):
+class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     """Locks change only through the services (each change posts its audit message), so the
     admin neither edits nor deletes them; "recover stale lock" calls ``lock_recover`` and
     "force release" ``lock_force_release``."""
@@ -108,15 +110,6 @@ class PathLockAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[PathLock]:
         return super().get_queryset(request).prefetch_related("entries")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
     def has_recover_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("locks_app.change_pathlock")
 
@@ -126,7 +119,7 @@ class PathLockAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def state(self, obj: PathLock) -> str:
-        if selectors.lock_is_expired(obj):
+        if is_expired(obj.expires_at):
             return format_html('<strong style="color:#ba2121">{}</strong>', "EXPIRED")
         return "active"
 

@@ -43,11 +43,6 @@ def lock_time(lock: PathLock, field: str) -> str | None:
     return None if value is None else ts_spelled(value, lock.spellings, field, ts_micros)
 
 
-def lock_is_expired(lock: PathLock, now: datetime) -> bool:
-    """Expired when ``expires_at <= now`` (the reference's comparison), on the precise clock."""
-    return is_expired(lock.expires_at, now)
-
-
 def lock_paths(lock: PathLock) -> list[dict[str, str]]:
     return [
         {
@@ -91,7 +86,7 @@ def lock_conflict_to_dict(lock: PathLock, now: datetime) -> dict[str, Any]:
         "lock_id": lock.lock_id,
         "owner": lock.owner,
         "expires_at": lock_time(lock, "expires_at"),
-        "expired": lock_is_expired(lock, now),
+        "expired": is_expired(lock.expires_at, now),
         "paths": lock_paths(lock),
     }
 

@@ -6,7 +6,6 @@ Records are spelled by ``locks_app.records``; conflicts are found by ``locks_app
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -36,11 +35,6 @@ LOCK_ID_MAX = 64
 
 def case_insensitive() -> bool:
     return bool(settings.AGENTCHAT_PATH_LOCKS_CASE_INSENSITIVE)
-
-
-def lock_is_expired(lock: PathLock, now: datetime | None = None) -> bool:
-    """Expired when ``expires_at <= now`` (the reference's comparison)."""
-    return records.lock_is_expired(lock, now or clock.now())
 
 
 def _locks(channel: Channel) -> QuerySet[PathLock]:

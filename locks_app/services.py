@@ -39,8 +39,9 @@ from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
 from agentchat.core.paths import safe_text
-from agentchat.core.records import expiry_after
+from agentchat.core.records import expiry_after, is_expired
 from agentchat.core.validation import reason_check
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
@@ -76,12 +77,6 @@ def lock_reason_check(reason: Any) -> str:
     """A recovery or force-release reason (``agentchat.core.validation.reason_check``).
     Raises PATH_LOCK_INVALID_REASON."""
     return reason_check(reason, code="PATH_LOCK_INVALID_REASON")
-
-
-def _serialize_channel(channel: Channel) -> None:
-    # PostgreSQL: later lock mutations of this channel wait here until we commit. SQLite ignores
-    # FOR UPDATE; its write transaction is already exclusive.
-    Channel.objects.select_for_update().only("pk").get(pk=channel.pk)
 
 
 def _conflict_error(locks: list[PathLock], now: datetime, operation: str) -> AppError:
@@ -254,7 +249,7 @@ def lock_acquire(
     # inside, the scan reads only the entries written since (a range of the primary key).
     scan.run()
     with write_atomic():
-        _serialize_channel(channel)
+        channel_lock(channel)
         now = clock.now()
         conflicts = scan.run()
         if conflicts:
@@ -299,7 +294,7 @@ def lock_release(
     """
     lock_owner_check(owner)
     with write_atomic():
-        _serialize_channel(channel)
+        channel_lock(channel)
         lock = _target(channel, lock_id, path)
         if lock.owner != owner:
             raise AppError(
@@ -355,16 +350,16 @@ def lock_recover(
     scan: ConflictScan | None = None
     with contextlib.suppress(AppError):  # judged again, in the reference's order, below
         early = _target(channel, lock_id, path)
-        if selectors.lock_is_expired(early):
+        if is_expired(early.expires_at):
             # The comparisons outside the write transaction, as in lock_acquire.
             scan = _entries_scan(channel, early, budget)
             scan.run()
     with write_atomic():
-        _serialize_channel(channel)
+        channel_lock(channel)
         lock = _target(channel, lock_id, path)
         _seen_check(lock, expected_owner, expected_expires_at)
         now = clock.now()
-        if not records.lock_is_expired(lock, now):
+        if not is_expired(lock.expires_at, now):
             raise AppError(
                 "PATH_LOCK_NOT_STALE",
                 f"lock {lock.lock_id} is still active",
@@ -435,7 +430,7 @@ def lock_force_release(
     """
     reason = lock_reason_check(reason)
     with write_atomic():
-        _serialize_channel(channel)
+        channel_lock(channel)
         lock = selectors.lock_get(channel=channel, lock_id=lock_id)
         _seen_check(lock, expected_owner, expected_expires_at)
         record = records.lock_to_dict(lock)

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 
 from agentchat.core import clock
 from agentchat.core.admin_actions import (
+    ReadOnly,
     ReasonForm,
     Seen,
     confirm_page,
@@ -31,32 +32,17 @@ from tasks_app import services
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency
 
 
-class ReadOnlyMixin:
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-
-def _expired(lease: Lease) -> bool:
-    return is_expired(lease.lease_expires_at, clock.now())
-
-
 def _expiry_cell(lease: Lease | None) -> str:
     if lease is None:
         return "-"
-    if _expired(lease):
+    if is_expired(lease.lease_expires_at):
         return format_html(
             '<strong style="color:#ba2121">EXPIRED {}</strong>', lease.lease_expires_at
         )
     return format_html("{}", lease.lease_expires_at)
 
 
-class DependencyInline(ReadOnlyMixin, admin.TabularInline):
+class DependencyInline(ReadOnly, admin.TabularInline):
     model = TaskDependency
     fk_name = "task"
     fields = ("position", "dependency")
@@ -64,7 +50,7 @@ class DependencyInline(ReadOnlyMixin, admin.TabularInline):
     extra = 0
 
 
-class LeaseHistoryInline(ReadOnlyMixin, admin.TabularInline):
+class LeaseHistoryInline(ReadOnly, admin.TabularInline):
     model = LeaseHistory
     fields = (
         "at",
@@ -81,7 +67,7 @@ class LeaseHistoryInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Task)
-class TaskAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TaskAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("task_id", "channel", "title", "status", "owner", "lease_expiry", "updated_at")
     list_filter = ("channel", "status", "owner")
     search_fields = ("task_id", "title", "owner", "created_by", "branch")
@@ -137,7 +123,7 @@ FORCE_RELEASE_INTRO = (
 
 
 @admin.register(Lease)
-class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class LeaseAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("task", "channel", "owner", "expires", "claimed_at", "previous_owner")
     list_filter = (ExpiredFilter, "task__channel", "owner")
     search_fields = ("task__task_id", "owner", "previous_owner", "recovery_reason")
@@ -265,7 +251,7 @@ class LeaseAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(LeaseHistory)
-class LeaseHistoryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class LeaseHistoryAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("at", "event", "task", "owner", "actor", "previous_owner", "recovery_reason")
     list_filter = ("event", "task__channel")
     search_fields = ("task__task_id", "owner", "actor", "previous_owner", "recovery_reason")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from agentchat.core.errors import (
     error_body,
     error_render,
 )
+from tests.commands import manage, manage_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
@@ -141,24 +140,10 @@ def test_an_error_quoting_hostile_input_can_always_be_encoded():
 
 
 def test_a_management_command_exits_with_the_codes_family(tmp_path):
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "SECRET_KEY": "x" * 50,
-    }
+    env = manage_env(tmp_path)
 
-    def manage(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert manage("migrate", "--noinput").returncode == 0
-    run = manage("revoke_agent_tokens", "nobody")
+    assert manage(env, "migrate", "--noinput").returncode == 0
+    run = manage(env, "revoke_agent_tokens", "nobody")
     assert run.returncode == EXIT_PLAIN
     assert run.stderr.strip() == "CommandError: AGENT_NOT_FOUND: no agent named 'nobody'"
 

@@ -18,6 +18,7 @@ own adds it to ``KNOWN_KEYS``.
 
 from __future__ import annotations
 
+import argparse
 import os
 import tomllib
 from collections.abc import Mapping
@@ -58,6 +59,22 @@ class Config:
     file: Mapping[str, Any] = field(default_factory=dict)  # its whole content
     sources: Mapping[str, str] = field(default_factory=dict)
     call_timeout: float = CALL_TIMEOUT
+
+
+def connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--url`` and ``--token`` of a command that reads the config itself (mcp, guard,
+    hooks): unset, they are absent from the namespace, so the environment and the config
+    file decide, as ``config_load`` resolves them."""
+    parser.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help="the server's root (default: $AGENT_CHAT_URL, config)",
+    )
+    parser.add_argument(
+        "--token",
+        default=argparse.SUPPRESS,
+        help="the agent's token (default: $AGENT_CHAT_TOKEN, config)",
+    )
 
 
 def config_path(env: Mapping[str, str] | None = None) -> tuple[Path, bool]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from agentchat.client.config import connection_arguments
+
 
 def _mcp(options: argparse.Namespace) -> int:
     from agentchat.client import mcp_server
@@ -39,16 +41,7 @@ def register(subparsers: Any) -> None:
     from agentchat.client import guard, hooks
 
     mcp = subparsers.add_parser("mcp", help="serve the MCP tools and resources on stdio")
-    mcp.add_argument(
-        "--url",
-        default=argparse.SUPPRESS,
-        help="the server's root (default: $AGENT_CHAT_URL, config)",
-    )
-    mcp.add_argument(
-        "--token",
-        default=argparse.SUPPRESS,
-        help="the agent's token (default: $AGENT_CHAT_TOKEN, config)",
-    )
+    connection_arguments(mcp)
     mcp.set_defaults(run=_mcp)
 
     hook = subparsers.add_parser(

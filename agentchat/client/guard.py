@@ -33,7 +33,7 @@ from typing import Any
 
 from agentchat.client import shapes
 from agentchat.client.api import Client, seg
-from agentchat.client.config import config_load
+from agentchat.client.config import config_load, connection_arguments
 from agentchat.client.errors import ClientError, one_line
 from agentchat.client.safe import line
 
@@ -306,16 +306,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         down = one.add_mutually_exclusive_group()
         down.add_argument("--fail-closed", dest="fail_closed", action="store_true", default=None)
         down.add_argument("--fail-open", dest="fail_closed", action="store_false", default=None)
-        one.add_argument(
-            "--url",
-            default=argparse.SUPPRESS,
-            help="the server's root (default: $AGENT_CHAT_URL, config)",
-        )
-        one.add_argument(
-            "--token",
-            default=argparse.SUPPRESS,
-            help="the token (default: $AGENT_CHAT_TOKEN, config)",
-        )
+        connection_arguments(one)
         if name == "install":
             one.add_argument("--repo", default=".", help="the repository (default: here)")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentchat.client import shapes
 from agentchat.client.api import Client, seg
-from agentchat.client.config import config_load
+from agentchat.client.config import config_load, connection_arguments
 from agentchat.client.errors import ClientError, one_line
 from agentchat.client.safe import line, terminal
 
@@ -109,16 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--channel", action="append", default=[], help="a channel to report (repeatable)"
     )
-    parser.add_argument(
-        "--url",
-        default=argparse.SUPPRESS,
-        help="the server's root (default: $AGENT_CHAT_URL, config)",
-    )
-    parser.add_argument(
-        "--token",
-        default=argparse.SUPPRESS,
-        help="the agent's token (default: $AGENT_CHAT_TOKEN, config)",
-    )
+    connection_arguments(parser)
     parser.add_argument(
         "--timeout",
         type=float,

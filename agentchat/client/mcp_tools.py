@@ -90,16 +90,24 @@ def _task(args: dict[str, Any], action: str = "") -> str:
     return _ch(args, f"tasks/{seg(args['id'])}/{action}")
 
 
-def channels(client: Client, args: dict[str, Any]) -> Any:
+def _pages(
+    client: Client, path: str, key: str, expect: Any, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``key`` items of a paged list, LIST_MAX_PAGES pages at the most: ``more`` (and
+    ``next``, where to go on) say the list was cut."""
     found: list[Any] = []
     after = None
     for _ in range(LIST_MAX_PAGES):
-        page = client.request("GET", "channels/", params={"after": after}, expect=shapes.CHANNELS)
-        found.extend(page["channels"])
+        page = client.request("GET", path, params={**(params or {}), "after": after}, expect=expect)
+        found.extend(page[key])
         if not page.get("more"):
-            return {"channels": found, "more": False}
+            return {key: found, "more": False}
         after = page.get("next")
-    return {"channels": found, "more": True, "next": after}
+    return {key: found, "more": True, "next": after}
+
+
+def channels(client: Client, args: dict[str, Any]) -> Any:
+    return _pages(client, "channels/", "channels", shapes.CHANNELS)
 
 
 def post(client: Client, args: dict[str, Any]) -> Any:
@@ -172,18 +180,9 @@ def task_create(client: Client, args: dict[str, Any]) -> Any:
 
 
 def task_list(client: Client, args: dict[str, Any]) -> Any:
-    found: list[Any] = []
-    after = None
-    params = _pick(args, "status", "owner")
-    for _ in range(LIST_MAX_PAGES):
-        page = client.request(
-            "GET", _ch(args, "tasks/"), params={**params, "after": after}, expect=shapes.TASKS
-        )
-        found.extend(page["tasks"])
-        if not page.get("more"):
-            return {"tasks": found, "more": False}
-        after = page.get("next")
-    return {"tasks": found, "more": True, "next": after}
+    return _pages(
+        client, _ch(args, "tasks/"), "tasks", shapes.TASKS, _pick(args, "status", "owner")
+    )
 
 
 def task_show(client: Client, args: dict[str, Any]) -> Any:

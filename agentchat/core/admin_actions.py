@@ -1,5 +1,6 @@
-"""What the admins' break-glass actions share (locks_app and tasks_app: recover, force
-release): the reason form, the confirmation page, and the record of what the admin saw.
+"""What the admins share: ``ReadOnly`` (the rows no admin adds, changes or deletes), and, for
+the break-glass actions (locks_app and tasks_app: recover, force release), the reason form,
+the confirmation page, and the record of what the admin saw.
 
 The page carries, for each selected object, the owner and expiry the admin was shown
 (``seen_token``). The action hands them to the service, which compares them inside its
@@ -23,6 +24,20 @@ from agentchat.core.models import Agent
 from agentchat.core.validation import REASON_MAX
 
 TEMPLATE = "admin/agentchat_core/action_confirm.html"
+
+
+class ReadOnly:
+    """Mixed into a ModelAdmin or an inline: nothing added, changed or deleted through the
+    admin (what changes goes through the services, which audit it)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 class ReasonForm(forms.Form):

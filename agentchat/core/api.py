@@ -27,6 +27,7 @@ from agentchat.core.validation import (
     field_size_check,
     invisible_problem,
     json_loads_strict,
+    request_too_large,
     text_problem,
 )
 
@@ -39,9 +40,7 @@ class StrictJSONParser(JSONParser):
         request = (parser_context or {}).get("request")
         length = request.META.get("CONTENT_LENGTH") if request is not None else None
         if length and str(length).isascii() and str(length).isdigit() and int(length) > limit:
-            raise AppError(
-                "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-            )
+            raise request_too_large(limit)
         raw = stream.read(limit + 1) if stream is not None else b""
         if not raw.strip():
             return {}
@@ -273,8 +272,7 @@ def as_app_error(exc: Exception) -> AppError | None:
     if isinstance(exc, exceptions.NotAcceptable):
         return AppError("NOT_ACCEPTABLE", str(exc.detail))
     if isinstance(exc, RequestDataTooBig):
-        limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
-        return AppError("REQUEST_TOO_LARGE", f"request body is over {limit} bytes")
+        return request_too_large()
     if isinstance(exc, serializers.ValidationError):
         return validation_error(exc)
     return None

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
 
 from agentchat.core.errors import AppError, error_render
+from agentchat.core.validation import request_too_large
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -124,13 +125,6 @@ def request_check(
         )
     if json_only and not accepts_json(scope):
         raise AppError("NOT_ACCEPTABLE", "this endpoint answers application/json only")
-
-
-def request_too_large(limit: int) -> AppError:
-    """413: a request body over ``limit`` bytes (the lane's reader and the server's own)."""
-    return AppError(
-        "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-    )
 
 
 async def body_read(receive: Receive, *, limit: int) -> bytes | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agentchat.core import clock
 from agentchat.core.errors import AppError
 
 
@@ -106,10 +107,10 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
     return seconds
 
 
-def is_expired(expires_at: datetime, now: datetime) -> bool:
+def is_expired(expires_at: datetime, now: datetime | None = None) -> bool:
     """The reference's comparison for leases and locks alike: expired when the expiry is at or
-    before now (on the precise clock, ``agentchat.core.clock.now``)."""
-    return expires_at <= now
+    before ``now`` (default: the precise clock, ``agentchat.core.clock.now``)."""
+    return expires_at <= (clock.now() if now is None else now)
 
 
 def expiry_after(

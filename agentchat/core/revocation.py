@@ -28,10 +28,10 @@ import contextlib
 import hashlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import Any, TypeVar
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 REVOCATIONS_GROUP = group_name("tokens", 0)
 REVOKED_KIND = "token.revoked"
 SESSION_ENDED_KIND = "session.ended"
+K = TypeVar("K", int, str)
+
 _CHECK_CHUNK = 500  # token ids per query (SQLite bounds the number of parameters)
 
 # A watched credential: a token's id, or ``session:<digest>`` for a browser's session.
@@ -90,6 +92,15 @@ def session_signed_out(sender: Any, request: Any = None, **kwargs: Any) -> None:
     session_end(getattr(session, "session_key", None))
 
 
+def _not_live(wanted: list[K], live_of: Callable[[list[K]], Iterable[K]]) -> set[K]:
+    """Those of ``wanted`` that ``live_of`` (a query over one chunk) does not return, asked
+    _CHECK_CHUNK at a time."""
+    live: set[K] = set()
+    for start in range(0, len(wanted), _CHECK_CHUNK):
+        live.update(live_of(wanted[start : start + _CHECK_CHUNK]))
+    return set(wanted) - live
+
+
 def sessions_ended(session_keys: Iterable[str]) -> set[str]:
     """Of ``session_keys``, those whose session is gone (signed out) or expired. Sync.
 
@@ -100,16 +111,13 @@ def sessions_ended(session_keys: Iterable[str]) -> set[str]:
     model = store.get_model_class() if hasattr(store, "get_model_class") else None
     if model is None:
         return {key for key in wanted if not store().exists(key)}
-    live: set[str] = set()
     now = timezone.now()
-    for start in range(0, len(wanted), _CHECK_CHUNK):
-        chunk = wanted[start : start + _CHECK_CHUNK]
-        live.update(
-            model.objects.filter(session_key__in=chunk, expire_date__gt=now).values_list(
-                "session_key", flat=True
-            )
-        )
-    return set(wanted) - live
+    return _not_live(
+        wanted,
+        lambda chunk: model.objects.filter(session_key__in=chunk, expire_date__gt=now).values_list(
+            "session_key", flat=True
+        ),
+    )
 
 
 def credentials_gone(credentials: Iterable[Credential]) -> set[WatchKey]:
@@ -130,16 +138,12 @@ def credentials_gone(credentials: Iterable[Credential]) -> set[WatchKey]:
 
 def tokens_revoked(token_ids: Iterable[int]) -> set[int]:
     """Of ``token_ids``, those revoked or gone. Sync: run it on the database pool."""
-    wanted = sorted(set(token_ids))
-    live: set[int] = set()
-    for start in range(0, len(wanted), _CHECK_CHUNK):
-        chunk = wanted[start : start + _CHECK_CHUNK]
-        live.update(
-            ApiToken.objects.filter(pk__in=chunk, revoked_at__isnull=True).values_list(
-                "pk", flat=True
-            )
-        )
-    return set(wanted) - live
+    return _not_live(
+        sorted(set(token_ids)),
+        lambda chunk: ApiToken.objects.filter(pk__in=chunk, revoked_at__isnull=True).values_list(
+            "pk", flat=True
+        ),
+    )
 
 
 def token_is_live(token_id: int) -> bool:

@@ -226,16 +226,24 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def request_too_large(limit: int | None = None) -> AppError:
+    """413: a request body over ``limit`` bytes (AGENTCHAT_MAX_REQUEST_BYTES unless told). The
+    one spelling of the refusal, for every reader that bounds a body: the server's request
+    class, the ASGI body reader, the REST parser and this module's JSON parser."""
+    if limit is None:
+        limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+    return AppError(
+        "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
+    )
+
+
 def json_loads_strict(raw: bytes) -> Any:
     """Parse a request body. Raises REQUEST_TOO_LARGE, INVALID_JSON (bad UTF-8 or syntax,
     duplicate keys), INVALID_TEXT (a lone surrogate or NUL in any string or key), JSON_TOO_DEEP.
     NaN/Infinity literals parse; fields refuse them with their own codes (e.g.
     LEASE_INVALID_DURATION)."""
-    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
-    if len(raw) > limit:
-        raise AppError(
-            "REQUEST_TOO_LARGE", f"request body is over {limit} bytes", detail={"limit": limit}
-        )
+    if len(raw) > settings.AGENTCHAT_MAX_REQUEST_BYTES:
+        raise request_too_large()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

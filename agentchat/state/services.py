@@ -14,8 +14,9 @@ from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import MessageFold, message_views
 from agentchat.state.selectors import messages_folded
 from agentchat.state.summary import summary_build, summary_counts
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
-from channels_app.selectors import channel_lock_for_update, channel_not_found, channel_visible
+from channels_app.selectors import channel_not_found, channel_visible
 from channels_app.services import audit_post
 
 EVENT_COMPACTED = "state.compacted"
@@ -44,7 +45,7 @@ def state_compact(*, channel: Channel, actor: str, strict: bool = False) -> Stat
 def _compact_commit(
     *, channel: Channel, actor: str, fold: MessageFold, strict: bool
 ) -> StateSnapshot:
-    locked = channel_lock_for_update(channel)
+    locked = channel_lock(channel)
     if locked is None or not channel_visible(locked, actor):
         raise channel_not_found(channel.name)
     fold.feed_all(message_views(locked, after=fold.last_seq))

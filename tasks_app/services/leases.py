@@ -20,6 +20,8 @@ from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
 from agentchat.core.names import check_agent_name
+from agentchat.core.records import is_expired
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors
 from tasks_app.models import Lease, LeaseHistory, Task
@@ -65,7 +67,7 @@ def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> No
     lease = selectors.task_lease(task)
     if lease is None:
         return
-    if store.is_expired(lease, clock.now()):
+    if is_expired(lease.lease_expires_at):
         _raise_recovery_required(task, lease)
     if actor != lease.owner:
         _raise_owner_mismatch(task, lease, actor)
@@ -87,7 +89,7 @@ def _owned_lease(task: Task, actor: str, now: datetime) -> Lease | None:
         return None
     if lease.owner != actor:
         _raise_owner_mismatch(task, lease, actor)
-    if store.is_expired(lease, now):
+    if is_expired(lease.lease_expires_at, now):
         _raise_recovery_required(task, lease)
     return lease
 
@@ -102,6 +104,45 @@ def _enter_check(task: Task, new_status: str) -> None:
     )
 
 
+def _lease_write(
+    task: Task,
+    *,
+    channel: Channel,
+    actor: str,
+    now: datetime,
+    before: dict[str, Any],
+    event: str,
+    history: dict[str, Any] | None,
+    details: dict[str, Any],
+    conflict_code: str = "TASK_CONFLICT",
+    **fields: Any,
+) -> Task:
+    """What every lease mutation ends with, in one place: the task's compare-and-set write
+    of ``fields`` stamped ``now`` to the microsecond, the lease history row of ``event``
+    (``history``: its owner and expiry columns; None, no lease, no row) and the audit message
+    with ``details``, the two sharing one transaction id. Returns the reloaded task."""
+    store.task_write(
+        task,
+        conflict_code=conflict_code,
+        updated_at=now,
+        updated_at_spelling=Task.Spelling.MICROSECONDS,
+        **fields,
+    )
+    transaction_id = uuid.uuid4().hex
+    if history is not None:
+        audit.lease_history_add(
+            task, event=event, at=now, actor=actor, transaction_id=transaction_id, **history
+        )
+    return audit.task_audit(
+        task,
+        channel=channel,
+        actor=actor,
+        event=str(event),  # the history's choice, as the plain string the payload carries
+        before=before,
+        details={**details, "transaction_id": transaction_id},
+    )
+
+
 @write_atomic()
 def lease_claim(
     *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
@@ -113,12 +154,12 @@ def lease_claim(
     LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION;
     TASK_INVALID_TRANSITION; TASK_DEPENDENCY_NOT_READY.
     """
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = selectors.task_lease(task)
     if lease is not None:
-        if store.is_expired(lease, now):
+        if is_expired(lease.lease_expires_at, now):
             _raise_recovery_required(task, lease)
         raise AppError(
             "LEASE_CONFLICT",
@@ -150,31 +191,18 @@ def lease_claim(
             f"task {task.task_id} is already leased",
             detail={"task_id": task.task_id},
         ) from None
-    store.task_write(
-        task,
-        conflict_code="LEASE_CONFLICT",
-        owner=actor,
-        status=Status.IN_PROGRESS,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.CLAIMED,
-        at=now,
-        actor=actor,
-        owner=actor,
-        lease_expires_at=expires_at,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.claimed",
+        now=now,
         before=before,
-        details={"lease_owner": actor, "transaction_id": transaction_id},
+        event=LeaseHistory.Event.CLAIMED,
+        history={"owner": actor, "lease_expires_at": expires_at},
+        details={"lease_owner": actor},
+        conflict_code="LEASE_CONFLICT",
+        owner=actor,
+        status=Status.IN_PROGRESS,
     )
 
 
@@ -188,7 +216,7 @@ def lease_renew(
     Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED,
     LEASE_INVALID_DURATION.
     """
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = _owned_lease(task, actor, now)
@@ -200,25 +228,19 @@ def lease_renew(
     before = selectors.task_record(task)
     previous_expiry = lease.lease_expires_at
     Lease.objects.filter(pk=lease.pk).update(lease_expires_at=expires_at, updated_at=now)
-    store.task_write(task, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS)
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.RENEWED,
-        at=now,
-        actor=actor,
-        owner=actor,
-        lease_expires_at=expires_at,
-        previous_lease_expires_at=previous_expiry,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.renewed",
+        now=now,
         before=before,
-        details={"lease_owner": actor, "transaction_id": transaction_id},
+        event=LeaseHistory.Event.RENEWED,
+        history={
+            "owner": actor,
+            "lease_expires_at": expires_at,
+            "previous_lease_expires_at": previous_expiry,
+        },
+        details={"lease_owner": actor},
     )
 
 
@@ -227,7 +249,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     while unexpired, clearing owner and expiry; without one, a plain transition keeping the
     owner, audited as ``task.updated`` with ``lease_fallback``; an owned task only by its
     owner, creator or the channel's maintainer (TASK_NOT_OWNER)."""
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
     lease = _owned_lease(task, actor, now)
@@ -236,50 +258,32 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     _enter_check(task, status)
 
     before = selectors.task_record(task)
-    transaction_id = uuid.uuid4().hex
     completing = status == Status.DONE
+    write = {"channel": channel, "actor": actor, "now": now, "before": before, "status": status}
     if lease is None:
-        store.task_write(
-            task, status=status, updated_at=now, updated_at_spelling=Task.Spelling.MICROSECONDS
-        )
-        event = "task.updated"
-        details: dict[str, Any] = {
-            "lease_fallback": "complete" if completing else "release",
-            "transaction_id": transaction_id,
-        }
-    else:
-        previous_expiry = lease.lease_expires_at
-        lease.delete()
-        store.task_write(
+        return _lease_write(
             task,
-            owner="",
-            status=status,
-            updated_at=now,
-            updated_at_spelling=Task.Spelling.MICROSECONDS,
+            event="task.updated",
+            history=None,
+            details={"lease_fallback": "complete" if completing else "release"},
+            **write,
         )
-        event = "lease.completed" if completing else "lease.released"
-        audit.lease_history_add(
-            task,
-            event=event,
-            at=now,
-            actor=actor,
-            owner=lease.owner,
-            lease_expires_at=None,
-            previous_lease_expires_at=previous_expiry,
-            transaction_id=transaction_id,
-        )
-        details = {
+    previous_expiry = lease.lease_expires_at
+    lease.delete()
+    return _lease_write(
+        task,
+        event=LeaseHistory.Event.COMPLETED if completing else LeaseHistory.Event.RELEASED,
+        history={
+            "owner": lease.owner,
+            "lease_expires_at": None,
+            "previous_lease_expires_at": previous_expiry,
+        },
+        details={
             "lease_owner": lease.owner,
             "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "transaction_id": transaction_id,
-        }
-    return audit.task_audit(
-        task,
-        channel=channel,
-        actor=actor,
-        event=event,
-        before=before,
-        details=details,
+        },
+        owner="",
+        **write,
     )
 
 
@@ -344,14 +348,14 @@ def lease_recover(
     new_owner = check_agent_name(
         actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
     )
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     lease = selectors.task_lease(task)
     if lease is None:
         _raise_lease_not_found(task)
     _seen_check(task, lease, expected_owner, expected_expires_at)
     now = clock.now()
-    if not store.is_expired(lease, now):
+    if not is_expired(lease.lease_expires_at, now):
         raise AppError(
             "LEASE_NOT_EXPIRED",
             f"lease for task {task.task_id} is still active",
@@ -375,44 +379,33 @@ def lease_recover(
         previous_lease_expires_at=previous_expiry,
         recovery_reason=reason,
     )
-    store.task_write(
-        task,
-        owner=new_owner,
-        status=Status.IN_PROGRESS,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.RECOVERED,
-        at=now,
-        actor=actor,
-        owner=new_owner,
-        lease_expires_at=expires_at,
-        previous_owner=previous_owner,
-        previous_lease_expires_at=previous_expiry,
-        recovery_reason=reason,
-        transaction_id=transaction_id,
-    )
     details = {
         "lease_owner": new_owner,
         "previous_owner": previous_owner,
         "previous_lease_expires_at": records.lease_ts(previous_expiry),
         "recovery_reason": reason,
-        "transaction_id": transaction_id,
     }
     if actor != new_owner:
         # Someone recovered it for someone else (the admin): the reference's keys stay as
         # they are and name the new owner; ``actor`` says who acted, as the sender does.
         details["actor"] = actor
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.recovered",
+        now=now,
         before=before,
+        event=LeaseHistory.Event.RECOVERED,
+        history={
+            "owner": new_owner,
+            "lease_expires_at": expires_at,
+            "previous_owner": previous_owner,
+            "previous_lease_expires_at": previous_expiry,
+            "recovery_reason": reason,
+        },
         details=details,
+        owner=new_owner,
+        status=Status.IN_PROGRESS,
     )
 
 
@@ -439,7 +432,7 @@ def lease_force_release(
     (the lease is no longer ``expected_owner``'s until ``expected_expires_at``, when given).
     """
     reason = reason_check(reason)
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     lease = selectors.task_lease(task)
     if lease is None:
@@ -454,39 +447,28 @@ def lease_force_release(
     lease_as_it_was = selectors.lease_record(lease)
     previous_expiry = lease.lease_expires_at
     lease.delete()
-    store.task_write(
-        task,
-        owner="",
-        status=Status.OPEN,
-        updated_at=now,
-        updated_at_spelling=Task.Spelling.MICROSECONDS,
-    )
-    transaction_id = uuid.uuid4().hex
-    audit.lease_history_add(
-        task,
-        event=LeaseHistory.Event.FORCE_RELEASED,
-        at=now,
-        actor=actor,
-        owner=lease.owner,
-        lease_expires_at=None,
-        previous_lease_expires_at=previous_expiry,
-        recovery_reason=reason,
-        transaction_id=transaction_id,
-    )
-    return audit.task_audit(
+    return _lease_write(
         task,
         channel=channel,
         actor=actor,
-        event="lease.force_released",
+        now=now,
         before=before,
+        event=LeaseHistory.Event.FORCE_RELEASED,
+        history={
+            "owner": lease.owner,
+            "lease_expires_at": None,
+            "previous_lease_expires_at": previous_expiry,
+            "recovery_reason": reason,
+        },
         details={
             "lease_owner": lease.owner,
             "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "transaction_id": transaction_id,
             "lease": lease_as_it_was,
             "actor": actor,
             "reason": reason,
         },
+        owner="",
+        status=Status.OPEN,
     )
 
 

@@ -1,5 +1,6 @@
-"""The row-level steps every task and lease mutation shares: the channel lock, the task's
-compare-and-set write, dependency rows, and the database side of the graph checks.
+"""The row-level steps every task and lease mutation shares after the channel lock
+(``channels_app.locking``): the task's compare-and-set write, dependency rows, and the
+database side of the graph checks.
 
 Concurrency. Every mutation first locks the channel row (PostgreSQL; on SQLite
 ``write_atomic`` already runs one writer at a time), the row the audit message must lock
@@ -19,26 +20,15 @@ reference writes them) is the records' business, not the clock's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db.models import F
 
 from agentchat.core.errors import AppError
-from agentchat.core.records import is_expired as records_is_expired
 from channels_app.models import Channel
 from tasks_app import selectors
-from tasks_app.models import Lease, Task, TaskDependency
+from tasks_app.models import Task, TaskDependency
 from tasks_app.services import graph
-
-
-def is_expired(lease: Lease, now: datetime) -> bool:
-    return records_is_expired(lease.lease_expires_at, now)
-
-
-def channel_lock(channel: Channel) -> None:
-    # See the module docstring. A no-op on SQLite, where write_atomic serialises writers.
-    list(Channel.objects.select_for_update().filter(pk=channel.pk).values_list("pk", flat=True))
 
 
 def task_write(task: Task, *, conflict_code: str = "TASK_CONFLICT", **fields: Any) -> None:

@@ -12,6 +12,7 @@ from django.db.models.functions import Lower
 from agentchat.core import clock
 from agentchat.core.db import write_atomic
 from agentchat.core.errors import AppError
+from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import selectors
 from tasks_app.models import Task
@@ -73,7 +74,7 @@ def task_create(
     acceptance = [] if acceptance is UNSET else acceptance_check(acceptance)
     branch = None if branch is None else branch_check(branch)
 
-    store.channel_lock(channel)
+    channel_lock(channel)
     # Compared as lower(task_id), so the case-insensitive unique index answers it (``iexact``
     # compiles to LIKE / UPPER() and scanned every task of the channel).
     existing = (
@@ -119,7 +120,7 @@ def task_create(
 
 
 def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, Any]) -> Task:
-    store.channel_lock(channel)
+    channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     if selectors.task_lease(task) is not None:
         lease_update_guard(task, actor=actor, changes=changes)

@@ -22,6 +22,7 @@ from channels_app import consumers
 from channels_app.services import channel_create, channel_group, channel_update, message_post
 from tests.conftest import auth, in_thread
 from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)
+from tests.ws import frames_until_close
 
 HOST = [(b"host", b"testserver")]
 
@@ -399,12 +400,7 @@ def test_a_connection_that_stays_full_is_closed_with_4408(world, monkeypatch, se
             await client.send_to(
                 text_data=json.dumps({"op": "subscribe", "channel": name, "since": 0})
             )
-        frames = []
-        while True:
-            output = await client.receive_output(timeout=5)
-            if output["type"] == "websocket.close":
-                return frames, output
-            frames.append(json.loads(output["text"]))
+        return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
     assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}
@@ -439,12 +435,7 @@ def test_many_streams_share_one_gate_the_connection_holds_one_frame_beyond(
         await in_thread(
             lambda: [message_post(channel=c, sender="alice", title="x") for c in channels]
         )
-        frames = []
-        while True:
-            output = await client.receive_output(timeout=5)
-            if output["type"] == "websocket.close":
-                return frames, output
-            frames.append(json.loads(output["text"]))
+        return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
     assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}

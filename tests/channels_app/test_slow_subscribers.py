@@ -20,6 +20,7 @@ from channels_app.models import Channel
 from channels_app.services import channel_create, message_post
 from tests.conftest import ServerProcess
 from tests.signals import wait_until
+from tests.ws import frames_until_close
 
 HOST = [(b"host", b"testserver")]
 
@@ -89,12 +90,7 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
         )
         connected, _ = await client.connect()
         assert connected
-        frames = []
-        while True:
-            output = await client.receive_output(timeout=5)
-            if output["type"] == "websocket.close":
-                return frames, output
-            frames.append(json.loads(output["text"]))
+        return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
     assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}

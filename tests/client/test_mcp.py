@@ -326,23 +326,13 @@ async def test_two_channels_are_followed_over_one_websocket(world: dict[str, Any
     await http(world, "alice", "POST", "channels/", json={"name": "design"})
     proxy = CountingProxy(int(world["url"].rsplit(":", 1)[1]))
     design = "agentchat://channels/design"
-    seen: list[str] = []
-    arrived = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        nonlocal arrived
-        if isinstance(message, types.ResourceUpdatedNotification):
-            seen.append(str(message.params.uri))
-            arrived.set()
+    on_message = Notified()
+    seen = on_message.seen
 
     async def notified(uri: str, count: int) -> float:
         """Seconds until ``uri`` has been notified ``count`` times."""
-        nonlocal arrived
         started = time.monotonic()
-        with anyio.fail_after(5):
-            while seen.count(uri) < count:
-                arrived = anyio.Event()
-                await arrived.wait()
+        await on_message.until(uri, count)
         return time.monotonic() - started
 
     params = server_params({**world, "url": await proxy.start()}, "alice")
@@ -516,9 +506,10 @@ def subscribed_frame(since: int) -> str:
 class Notified:
     """The resource URIs an MCP client was told of, and a wait for the ``count``th of one."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float = 5) -> None:
         self.seen: list[str] = []
         self.arrived = anyio.Event()
+        self.timeout = timeout
 
     async def __call__(self, message: Any) -> None:
         if isinstance(message, types.ResourceUpdatedNotification):
@@ -526,7 +517,7 @@ class Notified:
             self.arrived.set()
 
     async def until(self, uri: str, count: int) -> None:
-        with anyio.fail_after(5):
+        with anyio.fail_after(self.timeout):
             while self.seen.count(uri) < count:
                 self.arrived = anyio.Event()
                 await self.arrived.wait()

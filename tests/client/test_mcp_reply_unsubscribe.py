@@ -6,12 +6,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import anyio
-import mcp_types as types
 from mcp import Client as McpClient
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.client.test_mcp import UNREAD, error_text, http, server_params, world
+from tests.client.test_mcp import UNREAD, Notified, error_text, http, server_params, world
 
 __all__ = ["world"]  # the fixture, used by name
 
@@ -42,21 +40,8 @@ async def test_unsubscribe_stops_the_notifications_and_a_new_subscription_is_one
     world: dict[str, Any],
 ) -> None:
     await http(world, "alice", "POST", "channels/", json={"name": "design"})
-    seen: list[str] = []
-    arrived = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        nonlocal arrived
-        if isinstance(message, types.ResourceUpdatedNotification):
-            seen.append(str(message.params.uri))
-            arrived.set()
-
-    async def until(uri: str, count: int) -> None:
-        nonlocal arrived
-        with anyio.fail_after(10):
-            while seen.count(uri) < count:
-                arrived = anyio.Event()
-                await arrived.wait()
+    on_message = Notified(timeout=10)
+    seen, until = on_message.seen, on_message.until
 
     async def bob_posts(channel: str) -> None:
         await http(world, "bob", "POST", f"channels/{channel}/messages/", json={"title": "p"})

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +17,7 @@ from django.core.management import CommandError, call_command
 
 from agentchat.folder import importer
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
+from tests.commands import manage, manage_env
 from tests.folder.rows import channel_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -581,30 +580,15 @@ def test_the_command_prints_the_code_and_exits_with_its_family_without_a_traceba
     root = extract(tmp_path / "root")
     original = (root / TASK).read_bytes()
     (root / TASK).write_text("{", encoding="utf-8")
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "SECRET_KEY": "x" * 50,
-        "AGENTCHAT_DATA_DIR": str(tmp_path / "data"),
-    }
+    env = manage_env(tmp_path, AGENTCHAT_DATA_DIR=str(tmp_path / "data"))
 
-    def manage(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    assert manage("migrate", "--noinput").returncode == 0
-    run = manage("import_folder", "--root", str(root))
+    assert manage(env, "migrate", "--noinput").returncode == 0
+    run = manage(env, "import_folder", "--root", str(root))
     assert run.returncode == 2  # TASK_* is the reference's family 2
     assert run.stderr.startswith(f"CommandError: TASK_INVALID_RECORD: {TASK}: not a valid JSON")
     assert "Traceback" not in run.stderr
     (root / TASK).write_bytes(original)
-    run = manage("import_folder", "--root", str(root))
+    run = manage(env, "import_folder", "--root", str(root))
     assert run.returncode == 0, run.stderr
     assert "imported backend: 29 messages, 4 tasks, 2 leases" in run.stdout
 
