@@ -28,11 +28,13 @@ run: migrate
 test: $(STAMP)
 	$(PY) -m pytest
 
-# ruff, then the layers of DESIGN §3 (import-linter contracts in pyproject.toml).
+# ruff, the layers of DESIGN §3 (import-linter contracts in pyproject.toml), then mypy
+# ([tool.mypy] in pyproject.toml: strict on the floor and the client).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/mypy agentchat/core agentchat/client agentchat/exits.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

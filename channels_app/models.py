@@ -20,10 +20,10 @@ class NameListHas(Lookup):
 
     lookup_name = "has_name"
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         # The name is bound as a plain string, not JSON-encoded as JSONField would prepare it.
-        params = [*lhs_params, self.rhs]
+        params = (*lhs_params, self.rhs)
         if connection.vendor == "sqlite":
             return (
                 f"EXISTS (SELECT 1 FROM json_each({lhs}) AS _names "

@@ -121,7 +121,7 @@ class StrictDictField(Documented, serializers.DictField):
         return super().to_internal_value(data)
 
 
-class RawJSONField(Documented, serializers.Field):
+class RawJSONField(Documented, serializers.Field[Any, Any, Any, Any]):
     """Any JSON value (null included), passed through unchanged for the service to judge with
     its own codes (e.g. LEASE_INVALID_DURATION rather than a generic type error).
     ``nullable`` only documents whether the service takes null."""
@@ -143,7 +143,7 @@ class AnyJSONField(Documented, serializers.JSONField):
     (``json_value_check``)."""
 
     def to_internal_value(self, data: Any) -> Any:
-        field_size_check(self.field_name, json.dumps(data, ensure_ascii=False))
+        field_size_check(self.field_name or "", json.dumps(data, ensure_ascii=False))
         return data
 
 
@@ -198,7 +198,7 @@ def validation_error(
 _validators = threading.local()
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """Input serializer that refuses unknown fields and maps every failure to a stable code.
 
     Subclasses may override the codes (tasks use TASK_* codes, locks PATH_LOCK_* codes).
@@ -232,7 +232,7 @@ class StrictSerializer(serializers.Serializer):
         if kwargs:
             return cls(**kwargs)
         cache = _validators.__dict__.setdefault("by_class", {})
-        validator = cache.get(cls)
+        validator: StrictSerializer | None = cache.get(cls)
         if validator is None:
             validator = cache[cls] = cls()
         return validator

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from agentchat.core.db import write_atomic
@@ -32,7 +32,7 @@ def _candidates(base: str) -> list[str]:
     return [base, f"{base}{HUMAN_SUFFIX}", *(f"{base}{HUMAN_SUFFIX}-{n}" for n in range(2, 100))]
 
 
-def human_agent(user: AbstractBaseUser) -> Agent:
+def human_agent(user: User) -> Agent:
     """The human agent of ``user``, made on first use."""
     linked = Agent.objects.filter(user=user).first()
     if linked is not None:
