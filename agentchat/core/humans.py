@@ -11,6 +11,7 @@ import re
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.http import HttpRequest
 
 from agentchat.core.db import write_atomic
 from agentchat.core.models import Agent
@@ -30,6 +31,13 @@ def human_name(username: str, *, user_id: int) -> str:
 
 def _candidates(base: str) -> list[str]:
     return [base, f"{base}{HUMAN_SUFFIX}", *(f"{base}{HUMAN_SUFFIX}-{n}" for n in range(2, 100))]
+
+
+class SignedInRequest(HttpRequest):
+    """The type of a request behind ``login_required``: its user is a signed-in User (Django
+    builds a plain HttpRequest; views annotate their request with this)."""
+
+    user: User
 
 
 def human_agent(user: User) -> Agent:

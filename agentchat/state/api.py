@@ -13,10 +13,10 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
-from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentchat.core.api import StrictBooleanField, StrictSerializer
+from agentchat.core.auth import AgentRequest
 from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.records import ts_seconds
@@ -52,7 +52,7 @@ class FormatNegotiation(DefaultContentNegotiation):
     still honoured for the format asked for (406 NOT_ACCEPTABLE), and everything the view
     answers besides its markdown, errors included, is rendered as JSON."""
 
-    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None):
+    def select_renderer(self, request: AgentRequest, renderers: Any, format_suffix: Any = None):
         wanted = request.query_params.get("format") or "json"
         if wanted in FORMATS:
             candidate = MarkdownRenderer() if wanted == "md" else JSONRenderer()
@@ -60,7 +60,7 @@ class FormatNegotiation(DefaultContentNegotiation):
         return JSONRenderer(), JSONRenderer.media_type
 
 
-def _params(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
+def _params(request: AgentRequest, allowed: tuple[str, ...]) -> dict[str, str]:
     """The query parameters, refusing any the operation does not take (UNKNOWN_FIELD)."""
     unknown = sorted(set(request.query_params) - set(allowed))
     if unknown:
@@ -251,7 +251,7 @@ class StateApi(APIView):
             "Same data, same bytes (but `generated_at`). Derived, never stored: see compact."
         ),
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         params = _params(request, ("format", "strict"))
         wanted, strict = _format(params), _strict(params)
         channel = channel_get(name, viewer=request.user.name)
@@ -278,7 +278,7 @@ class CompactApi(APIView):
             "Nothing is deleted, edited or truncated. `strict`: as for the summary."
         ),
     )
-    def post(self, request: Request, name: str) -> HttpResponse:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         _params(request, ())
         data = CompactInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
@@ -304,7 +304,7 @@ class SnapshotApi(APIView):
         summary="The latest compaction: its counts, markdown and summary",
         description="404 STATE_RECORD_NOT_FOUND when the channel was never compacted.",
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         wanted = _format(_params(request, ("format",)))
         channel = channel_get(name, viewer=request.user.name)
         snapshot = selectors.snapshot_get(channel)

@@ -7,12 +7,12 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.auth import AgentRequest
 from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
 from agentchat.core.names import CHANNEL_NAME_MAX
@@ -23,7 +23,7 @@ from channels_app.api import serializers as s
 
 
 def parse_int_param(
-    request: Request,
+    request: AgentRequest,
     name: str,
     *,
     code: str,
@@ -42,7 +42,7 @@ def parse_int_param(
     )
 
 
-def limit_param(request: Request, *, maximum: int, default: int) -> int:
+def limit_param(request: AgentRequest, *, maximum: int, default: int) -> int:
     """``?limit=``: 1 to ``maximum``, ``default`` when absent. Raises INVALID_VALUE."""
     limit = parse_int_param(
         request, "limit", code="INVALID_VALUE", minimum=1, maximum=maximum, default=default
@@ -51,14 +51,14 @@ def limit_param(request: Request, *, maximum: int, default: int) -> int:
     return limit
 
 
-def peek_window(request: Request) -> tuple[int | None, int]:
+def peek_window(request: AgentRequest) -> tuple[int | None, int]:
     """``?after=&limit=`` of a list read like peek (messages, events): the first ``limit``
     after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
     after = parse_int_param(request, "after", code="INVALID_SEQ")
     return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
 
 
-def check_sender(request: Request, data: dict[str, Any]) -> None:
+def check_sender(request: AgentRequest, data: dict[str, Any]) -> None:
     claimed = data.pop("from", None)
     if claimed is not None and claimed != request.user.name:
         raise AppError(
@@ -78,7 +78,7 @@ class ChannelListCreateApi(APIView):
         extensions=raises("INVALID_VALUE", "INVALID_NAME"),
         summary="List channels with the caller's unread counts, a page at a time (by name)",
     )
-    def get(self, request: Request) -> HttpResponse:
+    def get(self, request: AgentRequest) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.channel_after_check)
         page = selectors.channel_list(agent=request.user, after=after, limit=limit)
@@ -97,7 +97,7 @@ class ChannelListCreateApi(APIView):
             "is added when missing); to anyone else it does not exist."
         ),
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: AgentRequest) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
         channel = services.channel_create(created_by=request.user.name, **data)
         return Response(records.channel_to_dict(channel), status=http.HTTP_201_CREATED)
@@ -107,7 +107,7 @@ class ChannelDetailApi(APIView):
     @extend_schema(
         operation_id="channels_show", responses=s.ChannelOutput, summary="Show a channel"
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
         data = records.channel_to_dict(channel)
@@ -131,7 +131,7 @@ class ChannelDetailApi(APIView):
             "nothing posts nothing."
         ),
     )
-    def patch(self, request: Request, name: str) -> Response:
+    def patch(self, request: AgentRequest, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
         channel = services.channel_update(
             channel=selectors.channel_get(name, viewer=request.user.name),
@@ -160,7 +160,7 @@ class MessageListPostApi(APIView):
         responses=s.MessageListOutput,
         summary="Peek or replay messages; never moves the cursor",
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
         messages = selectors.message_peek(channel=channel, after=after, limit=limit)
@@ -178,7 +178,7 @@ class MessageListPostApi(APIView):
         responses={201: s.MessageOutput, 200: s.MessageOutput},
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -225,7 +225,7 @@ class ReadApi(APIView):
             "again. Otherwise the cursor moves to the channel's last seq."
         ),
     )
-    def post(self, request: Request, name: str) -> HttpResponse:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         s.EmptyInput.validate_input(request.data)
         limit = limit_param(
             request, maximum=selectors.READ_LIMIT_MAX, default=selectors.READ_LIMIT_MAX
@@ -246,7 +246,7 @@ class AckApi(APIView):
         responses=s.AckOutput,
         summary="Move the cursor without reading",
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
         return Response(
@@ -262,7 +262,7 @@ class MarkerClaimApi(APIView):
         extensions=raises("UNKNOWN_FIELD", "INVALID_NAME", "MARKER_ALREADY_CLAIMED"),
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
     )
-    def post(self, request: Request, name: str, marker: str) -> Response:
+    def post(self, request: AgentRequest, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
         claim = services.marker_claim(channel=channel, marker=marker, owner=request.user.name)
@@ -319,7 +319,7 @@ class EventListPostApi(APIView):
             "before them without)."
         ),
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         kind = request.query_params.get("type")
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -348,7 +348,7 @@ class EventListPostApi(APIView):
             "harness, then the primitives or the status and detail."
         ),
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = request.data
         if not isinstance(data, dict):
             raise AppError("INVALID_JSON", "request body must be a JSON object")
@@ -380,7 +380,7 @@ class PresenceApi(APIView):
             "wait or ack), and `last_active_at`, the later of the two. Null where there is none."
         ),
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         items = selectors.presence_list(channel=channel, viewer=request.user.name)
         return Response({"presence": [records.presence_to_dict(*item) for item in items]})
@@ -406,7 +406,7 @@ class ApprovalsApi(APIView):
             "Oldest first; `more` says the page was cut."
         ),
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=selectors.APPROVALS_MAX, default=100)
         pending, more = selectors.approvals_pending(viewer=request.user.name, limit=limit)
         return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
@@ -440,7 +440,7 @@ class SearchApi(APIView):
             "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."
         ),
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=search.SEARCH_LIMIT_MAX, default=50)
         name = request.query_params.get("channel")
         channel = selectors.channel_get(name, viewer=request.user.name) if name else None

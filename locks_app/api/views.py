@@ -9,12 +9,12 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.auth import AgentRequest
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
@@ -52,7 +52,7 @@ class LockListCreateApi(LockApiView):
         extensions=raises("INVALID_VALUE", "PATH_LOCK_INVALID_LOCK_ID"),
         summary="List the channel's path locks (expired too), a page at a time (by lock id)",
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.lock_id_check)
         channel = channel_get(name, viewer=request.user.name)
@@ -67,7 +67,7 @@ class LockListCreateApi(LockApiView):
         responses={201: s.LockOutput},
         summary="Lock workspace paths (all or none)",
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCreateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_acquire(
@@ -92,7 +92,7 @@ class LockListCreateApi(LockApiView):
         responses={200: s.LockOutput},
         summary="Unlock the lock holding this exact normalized path (owner only)",
     )
-    def delete(self, request: Request, name: str) -> Response:
+    def delete(self, request: AgentRequest, name: str) -> Response:
         path = request.query_params.get("path")
         if path is None:
             raise AppError(
@@ -113,7 +113,7 @@ class LockCheckApi(LockApiView):
         responses=s.LockCheckOutput,
         summary="List the locks (active and expired) overlapping these paths",
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
         conflicts = selectors.lock_check(
             channel=channel_get(name, viewer=request.user.name), paths=data["paths"]
@@ -128,7 +128,7 @@ class LockDetailApi(LockApiView):
         responses=s.LockOutput,
         summary="Show a lock record",
     )
-    def get(self, request: Request, name: str, lock_id: str) -> Response:
+    def get(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
         )
@@ -140,7 +140,7 @@ class LockDetailApi(LockApiView):
         responses={200: s.LockOutput},
         summary="Unlock (owner only, even when expired)",
     )
-    def delete(self, request: Request, name: str, lock_id: str) -> Response:
+    def delete(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
         return Response(record)
@@ -163,7 +163,7 @@ class LockRecoverApi(LockApiView):
         responses=s.LockOutput,
         summary="Take over an expired lock (the caller becomes its owner)",
     )
-    def post(self, request: Request, name: str, lock_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         data = s.LockRecoverInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_recover(

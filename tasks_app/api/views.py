@@ -7,12 +7,12 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.auth import AgentRequest
 from agentchat.core.errors import AppError
 from agentchat.core.schema import raises
 from channels_app.selectors import channel_get
@@ -71,7 +71,7 @@ class TaskListCreateApi(APIView):
             "TASK_INVALID_STATUS", "TASK_INVALID_OWNER", "TASK_INVALID_ID", "INVALID_VALUE"
         ),
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.task_after_check)
         channel = channel_get(name, viewer=request.user.name)
@@ -99,7 +99,7 @@ class TaskListCreateApi(APIView):
             "TASK_DEPENDENCY_CYCLE",
         ),
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.TaskCreateInput.validate_input(request.data)
         claimed = data.pop("created_by", None)
         if claimed is not None and claimed != request.user.name:
@@ -123,7 +123,7 @@ class TaskDetailApi(APIView):
         responses=s.TaskOutput,
         extensions=raises("TASK_INVALID_ID", "TASK_NOT_FOUND"),
     )
-    def get(self, request: Request, name: str, task_id: str) -> Response:
+    def get(self, request: AgentRequest, name: str, task_id: str) -> Response:
         return _task_response(
             selectors.task_get(channel=channel_get(name, viewer=request.user.name), task_id=task_id)
         )
@@ -147,7 +147,7 @@ class TaskDetailApi(APIView):
             "LEASE_MUTATION_REQUIRED",
         ),
     )
-    def patch(self, request: Request, name: str, task_id: str) -> Response:
+    def patch(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = s.TaskUpdateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         task = services.task_update(
@@ -173,7 +173,7 @@ class TaskClaimApi(APIView):
             "TASK_DEPENDENCY_NOT_READY",
         ),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_claim(
             channel=channel_get(name, viewer=request.user.name),
@@ -195,7 +195,7 @@ class TaskRenewApi(APIView):
             *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
         ),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = s.LeaseDurationInput.validate_input(request.data)
         task = services.lease_renew(
             channel=channel_get(name, viewer=request.user.name),
@@ -216,7 +216,7 @@ class TaskDoneApi(APIView):
         responses=s.TaskOutput,
         extensions=raises(*LEASE_INPUT, *TASK, *LEASED, "TASK_DEPENDENCY_NOT_READY"),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_complete(
             channel=channel_get(name, viewer=request.user.name),
@@ -235,7 +235,7 @@ class TaskBlockApi(APIView):
         responses=s.TaskOutput,
         extensions=raises(*INPUT, *TASK, *LEASED, "LEASE_MUTATION_REQUIRED"),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         s.TaskBlockInput.validate_input(request.data)
         task = services.task_block(
             channel=channel_get(name, viewer=request.user.name),
@@ -255,7 +255,7 @@ class TaskReleaseApi(APIView):
         responses=s.TaskOutput,
         extensions=raises(*LEASE_INPUT, *TASK, *LEASED),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         s.LeaseEmptyInput.validate_input(request.data)
         task = services.lease_release(
             channel=channel_get(name, viewer=request.user.name),
@@ -284,7 +284,7 @@ class TaskRecoverApi(APIView):
             "TASK_DEPENDENCY_NOT_READY",
         ),
     )
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = s.LeaseRecoverInput.validate_input(request.data)
         task = services.lease_recover(
             channel=channel_get(name, viewer=request.user.name),
@@ -306,6 +306,6 @@ class TaskRecoverPendingApi(APIView):
         responses={},
         extensions=raises(*LEASE_INPUT, "LEASE_TRANSACTION_NOT_FOUND"),
     )
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
         services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))
