@@ -13,6 +13,7 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentchat.core.api import StrictBooleanField, StrictSerializer
@@ -52,7 +53,7 @@ class FormatNegotiation(DefaultContentNegotiation):
     still honoured for the format asked for (406 NOT_ACCEPTABLE), and everything the view
     answers besides its markdown, errors included, is rendered as JSON."""
 
-    def select_renderer(self, request: AgentRequest, renderers: Any, format_suffix: Any = None):
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: Any = None):
         wanted = request.query_params.get("format") or "json"
         if wanted in FORMATS:
             candidate = MarkdownRenderer() if wanted == "md" else JSONRenderer()
@@ -130,7 +131,8 @@ class DecisionOutput(serializers.Serializer):
     author = serializers.CharField()
     details = serializers.CharField()
     seq = serializers.IntegerField()
-    source = serializers.CharField(help_text="message:0004")
+    # A field named like Field.source (the metaclass moves it to _declared_fields).
+    source = serializers.CharField(help_text="message:0004")  # type: ignore[assignment]
     time = serializers.CharField()
     title = serializers.CharField()
 
