@@ -89,7 +89,7 @@ def size_of(*columns: str | Expression, overhead: int = ROW_OVERHEAD) -> Express
 def limit_parse(raw: str | None) -> int:
     """``?limit=``: 1-LIST_LIMIT_MAX in ASCII digits, LIST_LIMIT_MAX when absent. Raises
     INVALID_VALUE."""
-    return int_parse(  # type: ignore[return-value]
+    return int_parse(
         raw,
         field="limit",
         code="INVALID_VALUE",

@@ -176,7 +176,8 @@ class MessagePostInput(StrictSerializer):
     )
     conversation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
     correlation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
-    data = AnyJSONField(
+    # A field named like Serializer.data (the metaclass moves it to _declared_fields).
+    data = AnyJSONField(  # type: ignore[assignment]
         required=False, allow_null=True, default=None, help_text=openapi.JSON_VALUE_HELP
     )
     content_type = StrictCharField(single_line=True, required=False, default="", max_length=200)
@@ -214,7 +215,7 @@ class MessageOutput(serializers.Serializer):
     kind = serializers.CharField()
     conversation_id = serializers.CharField(allow_null=True)
     correlation_id = serializers.CharField(allow_null=True)
-    data = serializers.JSONField(allow_null=True)
+    data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]  # as above
     content_type = serializers.CharField(allow_null=True)
     metadata = serializers.DictField(child=serializers.CharField())
 

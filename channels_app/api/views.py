@@ -178,7 +178,7 @@ class MessageListPostApi(APIView):
         responses={201: s.MessageOutput, 200: s.MessageOutput},
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
     )
-    def post(self, request: AgentRequest, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
         channel = selectors.channel_get(name, viewer=request.user.name)
