@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import Expression, F, Func, IntegerField, QuerySet, Value
+from django.db.models import Expression, F, Func, IntegerField, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from rest_framework import serializers
@@ -76,7 +76,7 @@ class OctetLength(Func):
         return super().as_sql(compiler, connection, function, template, arg_joiner, **extra_context)
 
 
-def size_of(*columns: str | Expression, overhead: int = ROW_OVERHEAD) -> Expression:
+def size_of(*columns: str | Expression | Subquery[Any], overhead: int = ROW_OVERHEAD) -> Expression:
     """A row's planned JSON size: the bytes of ``columns`` (names or expressions already
     counting bytes, such as a subquery's sum), NULL counting 0, plus ``overhead``."""
     total: Expression = Value(overhead)

@@ -36,7 +36,7 @@ class LockApiView(APIView):
     """Every answer of the path-lock API says that locks are advisory (a header, so the lock
     records stay the reference's)."""
 
-    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         response[ADVISORY_HEADER] = ADVISORY
         return response
