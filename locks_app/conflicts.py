@@ -104,7 +104,7 @@ def _column(name: str) -> str:
     reverse side and a field without a column: neither is asked for here)."""
     meta = PathLockEntry._meta
     field = meta.pk if name == "pk" else meta.get_field(name)
-    return cast(str, cast(Field[Any, Any], field).column)
+    return cast(str, cast("Field[Any, Any]", field).column)
 
 
 class ConflictScan:
