@@ -9,6 +9,7 @@ first failing field wins, so an error names one field and one code.
 from __future__ import annotations
 
 import json
+import keyword
 import logging
 import threading
 from typing import Any, ClassVar
@@ -147,6 +148,23 @@ class AnyJSONField(Documented, serializers.JSONField):
         return data
 
 
+class KeywordFieldsMetaclass(serializers.SerializerMetaclass):
+    """A field declared as a Python keyword and an underscore (``from_``) is the keyword's
+    field (``from``): the wire name a class body cannot spell."""
+
+    @classmethod
+    def _get_declared_fields(
+        cls, bases: Any, attrs: dict[str, Any]
+    ) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super()._get_declared_fields(bases, attrs)
+        return {_wire_name(name): field for name, field in fields.items()}
+
+
+def _wire_name(name: str) -> str:
+    spelled = name.removesuffix("_")
+    return spelled if spelled != name and keyword.iskeyword(spelled) else name
+
+
 # DRF's own validation codes, mapped onto ours.
 _DRF_CODES = {
     "required": "MISSING_FIELD",
@@ -198,7 +216,7 @@ def validation_error(
 _validators = threading.local()
 
 
-class StrictSerializer(serializers.Serializer[Any]):
+class StrictSerializer(serializers.Serializer[Any], metaclass=KeywordFieldsMetaclass):
     """Input serializer that refuses unknown fields and maps every failure to a stable code.
 
     Subclasses may override the codes (tasks use TASK_* codes, locks PATH_LOCK_* codes).

@@ -10,6 +10,7 @@ from agentchat.core import schema as openapi
 from agentchat.core.api import (
     AnyJSONField,
     Documented,
+    KeywordFieldsMetaclass,
     StrictCharField,
     StrictDictField,
     StrictIntegerField,
@@ -187,17 +188,16 @@ class MessagePostInput(StrictSerializer):
         default=dict,
         help_text="string values; each key one line (no line separator or control character)",
     )
+    # "from" on the wire (KeywordFieldsMetaclass).
+    from_ = StrictCharField(
+        single_line=True,
+        required=False,
+        help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
+        openapi=openapi.AGENT_NAME,
+    )
 
 
-MessagePostInput._declared_fields["from"] = StrictCharField(
-    single_line=True,
-    required=False,
-    help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
-    openapi=openapi.AGENT_NAME,
-)
-
-
-class MessageOutput(serializers.Serializer):
+class MessageOutput(serializers.Serializer, metaclass=KeywordFieldsMetaclass):
     seq = serializers.IntegerField()
     id = serializers.CharField()
     channel = serializers.CharField()
@@ -218,9 +218,7 @@ class MessageOutput(serializers.Serializer):
     data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]  # as above
     content_type = serializers.CharField(allow_null=True)
     metadata = serializers.DictField(child=serializers.CharField())
-
-
-MessageOutput._declared_fields["from"] = serializers.CharField()
+    from_ = serializers.CharField()  # "from" on the wire (KeywordFieldsMetaclass)
 
 
 class MessageListOutput(serializers.Serializer):
