@@ -37,11 +37,13 @@ PYTEST_WORKERS ?= auto
 test: $(DEV_STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
-# ruff, then the layers of DESIGN §3 (import-linter contracts in pyproject.toml).
+# ruff, the layers of DESIGN §3 (import-linter contracts in pyproject.toml), then mypy
+# ([tool.mypy] in pyproject.toml: strict on the floor and the client).
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/mypy
 
 format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .

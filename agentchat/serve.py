@@ -176,7 +176,8 @@ def _web_request_install() -> None:
                 channel.transport.loseWriteConnection()
             from twisted.internet import reactor
 
-            reactor.callLater(LINGER_SECONDS, channel.loseConnection)
+            # The reactor module is typed as its interface, whose methods declare no self.
+            reactor.callLater(LINGER_SECONDS, channel.loseConnection)  # type: ignore[arg-type]
 
     http_protocol.WebRequest = WebRequest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from agentchat import views
 from agentchat.core.errors import AppError, error_http_response, internal_error
@@ -16,7 +16,7 @@ admin.site.site_header = "AgentChat administration"
 admin.site.site_title = "AgentChat admin"
 admin.site.index_title = "Agents, channels, tasks and locks"
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeApi.as_view(), name="me"),
     path("", include("channels_app.api.urls")),
     path("", include("tasks_app.api.urls")),

@@ -7,6 +7,7 @@ leases, lease history and locks. A channel's topic, members and visibility are e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -37,8 +38,9 @@ class ChannelForm(forms.ModelForm):
         fields = ("name", "topic", "members", "visibility", "maintainer")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        checks = {
+        super().clean()
+        data = self.cleaned_data
+        checks: dict[str, Callable[[Any], object]] = {
             "name": check_channel_name,
             "topic": services.topic_check,
             "visibility": services.visibility_check,

@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from django.conf import settings
@@ -389,9 +389,8 @@ class _Multiplexed:
                 client = asyncio.ensure_future(self._client(receive))
                 revocation = asyncio.ensure_future(revoked.wait())
                 tasks = [client, revocation]
-                await asyncio.wait(
-                    [client, revocation, self.fatal], return_when=asyncio.FIRST_COMPLETED
-                )
+                racers: list[asyncio.Future[Any]] = [client, revocation, self.fatal]
+                await asyncio.wait(racers, return_when=asyncio.FIRST_COMPLETED)
                 if revocation.done():
                     error: BaseException | None = AppError("AUTH_INVALID", "the token was revoked")
                 elif self.fatal.done():
@@ -675,7 +674,7 @@ async def _pump(
 _NO_CLIENT_FRAMES = AppError("INVALID_VALUE", "this stream takes no messages from the client")
 
 
-async def _client_frames(receive: Receive) -> AsyncIterator[dict[str, Any] | None]:
+async def _client_frames(receive: Receive) -> AsyncGenerator[dict[str, Any] | None, None]:
     """The client's frames until it disconnects: each one within its budget, or None for one
     over it (to drop). Raises _Flooding once more than a burst of them in a row were over it."""
     budget = _FrameBudget(CLIENT_FRAME_BURST, CLIENT_FRAMES_PER_SECOND)

@@ -21,10 +21,10 @@ class NameListHas(Lookup):
 
     lookup_name = "has_name"
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         # The name is bound as a plain string, not JSON-encoded as JSONField would prepare it.
-        params = [*lhs_params, self.rhs]
+        params = (*lhs_params, self.rhs)
         if connection.vendor == "sqlite":
             return (
                 f"EXISTS (SELECT 1 FROM json_each({lhs}) AS _names "
@@ -120,6 +120,8 @@ class Message(models.Model):
     # read's page and a stream's batch plan with, reading no text. A plan only: a page checks
     # the bytes it renders (a JSON column read back may be spelled a few bytes differently).
     json_size = models.PositiveIntegerField(default=0)
+    # Not a field: records.message_json keeps the rendered bytes here once made.
+    _json: bytes
     # Frontmatter keys an imported file carried beyond the reference's, in file order, as
     # ``[[key, value], ...]``, kept verbatim: the folder writes them back after the reference's
     # keys and the state summary classifies by them (``type: decision``) as the reference does.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Lower
@@ -82,9 +82,10 @@ def channel_get(name: str, *, viewer: str) -> Channel:
     if not is_record_id(name, max_length=CHANNEL_NAME_MAX):
         raise channel_not_found(name)  # no such channel can exist (and a NUL fails PostgreSQL)
     row = _CHANNEL_BY_NAME.first([name])
-    if row is None or not channel_visible(row[0], viewer):
+    channel = None if row is None else cast(Channel, row[0])
+    if channel is None or not channel_visible(channel, viewer):
         raise channel_not_found(name)
-    return row[0]
+    return channel
 
 
 def channels_visible(viewer: str) -> Q:
@@ -297,8 +298,9 @@ def channel_list(
 
     def render(channel: Channel) -> dict[str, Any]:
         data = channel_to_dict(channel)
-        data["cursor"] = channel.cursor
-        data["unread"] = channel.unread
+        # Annotated by load().
+        data["cursor"] = channel.cursor  # type: ignore[attr-defined]
+        data["unread"] = channel.unread  # type: ignore[attr-defined]
         return data
 
     return list_page(

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Field, Q
 
 from agentchat.core.errors import AppError
 from channels_app.models import Channel
@@ -97,6 +97,14 @@ def _concrete_allowance(key: str) -> int:
 def _chunks(values: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def _column(name: str) -> str:
+    """The column of a field of PathLockEntry, ``pk`` its key (the stubs allow a relation's
+    reverse side and a field without a column: neither is asked for here)."""
+    meta = PathLockEntry._meta
+    field = meta.pk if name == "pk" else meta.get_field(name)
+    return cast(str, cast("Field[Any, Any]", field).column)
 
 
 class ConflictScan:
@@ -185,7 +193,9 @@ class ConflictScan:
             rows = PathLockEntry.objects.filter(channel_id=self.channel.pk).order_by()
             if self.exclude_lock_pk is not None:
                 rows = rows.exclude(lock_id=self.exclude_lock_pk)
-            found = rows.values_list("pk", "lock_id", "normalized_path", self.field)
+            found: Iterable[tuple[int, int, str, str]] = rows.values_list(
+                "pk", "lock_id", "normalized_path", self.field
+            )
         else:
             # An entry can answer two probes (equal to one ancestor, below another anchor).
             unique = {
@@ -233,15 +243,15 @@ class ConflictScan:
             return self._probe_orm(probes)
         meta = PathLockEntry._meta
         quote = connection.ops.quote_name
-        column = quote(meta.get_field(self.field).column)
-        lock = quote(meta.get_field("lock").column)
+        column = quote(_column(self.field))
+        lock = quote(_column("lock"))
         head = (
-            f"SELECT {quote(meta.pk.column)}, {lock}, {quote('normalized_path')}, {column} "
+            f"SELECT {quote(_column('pk'))}, {lock}, {quote('normalized_path')}, {column} "
             f"FROM {quote(meta.db_table)} WHERE "
         )
         tail = f" AND {lock} <> %s" if self.exclude_lock_pk is not None else ""
         branches: list[str] = []
-        params: list[object] = []
+        params: list[Any] = []
         for low, high in probes:
             if high is None:
                 branches.append(f"{head}{column} = %s{tail}")

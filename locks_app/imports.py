@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from agentchat.core.errors import AppError
 from agentchat.core.names import RECORD_ID_RE, check_agent_name
@@ -42,13 +42,20 @@ LOCK_ID_MAX = 64
 TIME_FIELDS = ("expires_at", "locked_at", "updated_at", "previous_expires_at")
 
 
+class LockTimes(TypedDict):
+    expires_at: datetime
+    locked_at: datetime
+    updated_at: datetime
+    previous_expires_at: datetime | None
+
+
 @dataclass(frozen=True)
 class LockImport:
     source: str  # the file, for errors
     lock_id: str
     owner: str
     entries: list[PathEntry]
-    times: dict[str, datetime | None]
+    times: LockTimes
     spellings: dict[str, str]
     previous_owner: str | None
     recovery_reason: str | None
@@ -141,7 +148,7 @@ def lock_record_parse(data: Any, *, channel: str, stem: str, source: str) -> Loc
                 f"{field} must be an ISO-8601 string with an explicit UTC offset",
                 detail={"field": field},
             )
-        times[field], spellings[field] = parsed, value
+        times[field], spellings[field] = parsed, cast(str, value)
     previous_owner = values.get("previous_owner")
     if previous_owner is not None:
         previous_owner = check_agent_name(
@@ -158,7 +165,7 @@ def lock_record_parse(data: Any, *, channel: str, stem: str, source: str) -> Loc
         lock_id=lock_id,
         owner=owner,
         entries=entries,
-        times=times,
+        times=cast(LockTimes, times),  # each of TIME_FIELDS, None for an optional one only
         spellings=spellings,
         previous_owner=previous_owner,
         recovery_reason=reason,

@@ -59,6 +59,8 @@ class Task(models.Model):
     spellings = models.JSONField(default=dict, blank=True)
     # Bumped by every write: services update with ``revision=<read value>`` (compare-and-set).
     revision = models.PositiveIntegerField(default=1)
+    # Not a field: the dependency links selectors.task_links loaded, kept once loaded.
+    links: list[TaskDependency]
 
     class Meta:
         ordering = ["channel_id", "task_id"]

@@ -202,13 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _task_parsers(sub: Any) -> None:
     task = sub.add_parser("task", help="structured tasks under leases")
-    task.error = _TaskParser.error.__get__(task)  # type: ignore[method-assign]
+    task.error = _TaskParser.error.__get__(task)
     tsub = task.add_subparsers(
         dest="task_cmd", required=True, metavar="COMMAND", parser_class=_TaskParser
     )
 
     def command(name: str, func: Command, help_text: str) -> argparse.ArgumentParser:
-        p = tsub.add_parser(name, help=help_text)
+        p: argparse.ArgumentParser = tsub.add_parser(name, help=help_text)
         p.set_defaults(func=func)
         _json_flag(p)
         p.add_argument("channel", help="channel name")
@@ -274,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # argparse printed the usage and its error
             return exc.code if isinstance(exc.code, int) else EXIT_USAGE
         if hasattr(args, "run"):  # mcp, hook, guard: they read their configuration themselves
-            return args.run(args)
+            status: int = args.run(args)
+            return status
         config = config_load(url=args.url, token=args.token, call_timeout=args.call_timeout)
         with Client.from_config(config) as client:
             return args.func(client, args) or 0

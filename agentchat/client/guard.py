@@ -227,7 +227,8 @@ def check(
 def settings_resolve(
     *, channel: str | None, warn: bool | None, fail_closed: bool | None, file: dict[str, Any]
 ) -> Settings:
-    table = file.get("guard") if isinstance(file.get("guard"), dict) else {}
+    guard = file.get("guard")
+    table: dict[str, Any] = guard if isinstance(guard, dict) else {}
     picked = channel or table.get("channel") or file.get("channel")
     if not isinstance(picked, str) or not picked:
         raise GuardError(

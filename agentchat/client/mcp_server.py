@@ -341,7 +341,7 @@ class Hub:
             since = self.positions.get(channel)
             if since is None:
                 return False  # unsubscribed meanwhile
-            detail = error.get("detail")
+            detail = error.get("detail") if isinstance(error, dict) else None
             if code == "INVALID_VALUE":
                 if isinstance(detail, dict) and detail.get("field") == "channel":
                     return False  # followed already: the server goes on streaming it
@@ -359,7 +359,9 @@ class Hub:
         if kind != "message":
             return False
         message = frame.get("message")
-        seq = message.get("seq") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            return False
+        seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             return False
         if seq > self.positions[channel]:
@@ -420,7 +422,8 @@ def build_server(client: Client) -> Server[Hub]:
             tasks.cancel_scope.cancel()
 
     def hub_of(ctx: Any) -> Hub:
-        return ctx.lifespan_context
+        hub: Hub = ctx.lifespan_context
+        return hub
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(

@@ -36,7 +36,8 @@ ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed ov
 
 def me(client: Client) -> str:
     """The token's agent name (``GET /api/v1/me/``)."""
-    return client.request("GET", "me/", expect=shapes.ME)["name"]
+    name: str = client.request("GET", "me/", expect=shapes.ME)["name"]
+    return name
 
 
 def identity(client: Client, claimed: str | None) -> str:
@@ -190,12 +191,14 @@ def wait_found(
                 if not error.transient:
                     raise
                 trace(f"retry after {error.code}")
-                socket = _close(socket)
+                _close(socket)
+                socket = None
                 if not backoff.sleep():
                     raise
             except (ConnectionClosed, InvalidHandshake, OSError, TimeoutError) as error:
                 trace(f"retry after {type(error).__name__}")
-                socket = _close(socket)
+                _close(socket)
+                socket = None
                 if not backoff.sleep():
                     raise WaitTimeout from None
     finally:
@@ -280,7 +283,8 @@ def _frame(raw: str | bytes) -> dict[str, Any]:
         frame = json.loads(raw)
     except ValueError as exc:
         raise ClientError("BAD_RESPONSE", "the live stream sent a frame that is not JSON") from exc
-    return shapes.check(frame, shapes.FRAME, "the live stream")
+    checked: dict[str, Any] = shapes.check(frame, shapes.FRAME, "the live stream")
+    return checked
 
 
 def ack(client: Client, channel: str, seq: int) -> None:

@@ -9,6 +9,7 @@ first failing field wins, so an error names one field and one code.
 from __future__ import annotations
 
 import json
+import keyword
 import logging
 import threading
 from typing import Any, ClassVar
@@ -123,7 +124,7 @@ class StrictDictField(Documented, serializers.DictField):
         return super().to_internal_value(data)
 
 
-class RawJSONField(Documented, serializers.Field):
+class RawJSONField(Documented, serializers.Field[Any, Any, Any, Any]):
     """Any JSON value (null included), passed through unchanged for the service to judge with
     its own codes (e.g. LEASE_INVALID_DURATION rather than a generic type error).
     ``nullable`` only documents whether the service takes null."""
@@ -145,8 +146,25 @@ class AnyJSONField(Documented, serializers.JSONField):
     (``json_value_check``)."""
 
     def to_internal_value(self, data: Any) -> Any:
-        field_size_check(self.field_name, json.dumps(data, ensure_ascii=False))
+        field_size_check(self.field_name or "", json.dumps(data, ensure_ascii=False))
         return data
+
+
+class KeywordFieldsMetaclass(serializers.SerializerMetaclass):
+    """A field declared as a Python keyword and an underscore (``from_``) is the keyword's
+    field (``from``): the wire name a class body cannot spell."""
+
+    @classmethod
+    def _get_declared_fields(
+        cls, bases: Any, attrs: dict[str, Any]
+    ) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super()._get_declared_fields(bases, attrs)
+        return {_wire_name(name): field for name, field in fields.items()}
+
+
+def _wire_name(name: str) -> str:
+    spelled = name.removesuffix("_")
+    return spelled if spelled != name and keyword.iskeyword(spelled) else name
 
 
 # DRF's own validation codes, mapped onto ours.
@@ -200,7 +218,7 @@ def validation_error(
 _validators = threading.local()
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any], metaclass=KeywordFieldsMetaclass):
     """Input serializer that refuses unknown fields and maps every failure to a stable code.
 
     Subclasses may override the codes (tasks use TASK_* codes, locks PATH_LOCK_* codes).
@@ -234,7 +252,7 @@ class StrictSerializer(serializers.Serializer):
         if kwargs:
             return cls(**kwargs)
         cache = _validators.__dict__.setdefault("by_class", {})
-        validator = cache.get(cls)
+        validator: StrictSerializer | None = cache.get(cls)
         if validator is None:
             validator = cache[cls] = cls()
         return validator

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
 
 from agentchat.core.errors import AppError
 from agentchat.core.models import Agent, ApiToken
@@ -19,6 +20,16 @@ def bearer_from_header(value: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         raise AppError("AUTH_INVALID", "the Authorization header must be 'Bearer <token>'")
     return token.strip()
+
+
+class AgentRequest(Request):
+    """The type of a request ``BearerTokenAuthentication`` authenticated: DRF builds a plain
+    ``Request``, whose ``user`` is the token's Agent behind the default IsAuthenticated (the
+    stubs know only Django's users). Views annotate their request with it; never built."""
+
+    # The Agent is no Django user: the stubs' type for ``user`` cannot be narrowed to it.
+    user: Agent  # type: ignore[assignment]
+    auth: ApiToken
 
 
 class BearerTokenAuthentication(BaseAuthentication):

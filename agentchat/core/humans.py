@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.http import HttpRequest
 
 from agentchat.core.db import write_atomic
 from agentchat.core.models import Agent
@@ -32,7 +33,14 @@ def _candidates(base: str) -> list[str]:
     return [base, f"{base}{HUMAN_SUFFIX}", *(f"{base}{HUMAN_SUFFIX}-{n}" for n in range(2, 100))]
 
 
-def human_agent(user: AbstractBaseUser) -> Agent:
+class SignedInRequest(HttpRequest):
+    """The type of a request behind ``login_required``: its user is a signed-in User (Django
+    builds a plain HttpRequest; views annotate their request with this)."""
+
+    user: User
+
+
+def human_agent(user: User) -> Agent:
     """The human agent of ``user``, made on first use."""
     linked = Agent.objects.filter(user=user).first()
     if linked is not None:

@@ -41,11 +41,11 @@ import functools
 import io
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
 from agentchat.core.asgi_http import (
@@ -94,8 +94,8 @@ class ApiLane:
         request, error_response = self.django.create_request(
             _with_length(scope, len(body)), io.BytesIO(body)
         )
-        if request is None:
-            await self.django.send_response(error_response, send)
+        if request is None:  # then Django made the error response
+            await self.django.send_response(cast(HttpResponseBase, error_response), send)
             return
         try:
             match = self.resolver.resolve(request.path_info)

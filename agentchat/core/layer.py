@@ -20,7 +20,7 @@ from channels.layers import InMemoryChannelLayer
 try:
     from channels_redis.pubsub import RedisPubSubChannelLayer
 except ImportError:  # pragma: no cover - channels-redis is in requirements.txt
-    RedisPubSubChannelLayer = None  # type: ignore[assignment,misc]
+    RedisPubSubChannelLayer = None
 
 # More stale rings than this in a finished inbox are left to the layer's own expiry.
 INBOX_DRAIN_MAX = 1000

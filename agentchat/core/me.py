@@ -6,16 +6,18 @@ lock from the caller's own, and the MCP server tells a message relevant to its a
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agentchat.core.auth import AgentRequest
 from agentchat.core.query import query_parameters
 
 
-class MeOutput(serializers.Serializer):
+class MeOutput(serializers.Serializer[Any]):
     name = serializers.CharField(help_text="the agent's name")
     kind = serializers.ChoiceField(choices=["agent", "human"])
     display_name = serializers.CharField(help_text="may be empty")
@@ -28,7 +30,7 @@ class MeApi(APIView):
         summary="The agent the request authenticates as",
     )
     @query_parameters()
-    def get(self, request: Request) -> Response:
+    def get(self, request: AgentRequest) -> Response:
         agent = request.user
         return Response(
             {"name": agent.name, "kind": agent.kind, "display_name": agent.display_name}

@@ -20,16 +20,20 @@ is bigger than planned ends the page early, so the budget holds whatever the pla
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import Expression, F, Func, IntegerField, QuerySet, Value
+from django.db.models import Expression, F, Func, IntegerField, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from rest_framework import serializers
 
 from agentchat.core.encode import json_bytes
 from agentchat.core.validation import int_parse
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models.sql.compiler import SQLCompiler
 
 LIST_LIMIT_MAX = 1000  # items per page (also the default)
 # Rows the first planning query sizes; each next one sizes twice as many (up to what the page
@@ -54,17 +58,25 @@ class OctetLength(Func):
 
     output_field = IntegerField()
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        if connection.vendor == "sqlite":
-            return super().as_sql(
-                compiler, connection, template="length(CAST(%(expressions)s AS BLOB))", **extra
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra_context: Any,
+    ) -> tuple[str, Any]:
+        if template is None:
+            template = (
+                "length(CAST(%(expressions)s AS BLOB))"
+                if connection.vendor == "sqlite"
+                else "octet_length((%(expressions)s)::text)"
             )
-        return super().as_sql(
-            compiler, connection, template="octet_length((%(expressions)s)::text)", **extra
-        )
+        return super().as_sql(compiler, connection, function, template, arg_joiner, **extra_context)
 
 
-def size_of(*columns: str | Expression, overhead: int = ROW_OVERHEAD) -> Expression:
+def size_of(*columns: str | Expression | Subquery[Any], overhead: int = ROW_OVERHEAD) -> Expression:
     """A row's planned JSON size: the bytes of ``columns`` (names or expressions already
     counting bytes, such as a subquery's sum), NULL counting 0, plus ``overhead``."""
     total: Expression = Value(overhead)
@@ -77,7 +89,7 @@ def size_of(*columns: str | Expression, overhead: int = ROW_OVERHEAD) -> Express
 def limit_parse(raw: str | None) -> int:
     """``?limit=``: 1-LIST_LIMIT_MAX in ASCII digits, LIST_LIMIT_MAX when absent. Raises
     INVALID_VALUE."""
-    return int_parse(  # type: ignore[return-value]
+    return int_parse(
         raw,
         field="limit",
         code="INVALID_VALUE",
@@ -177,7 +189,7 @@ def page_response(name: str, page: ListPage) -> HttpResponse:
     return HttpResponse(page_body(name, page), content_type="application/json")
 
 
-class PageOutput(serializers.Serializer):
+class PageOutput(serializers.Serializer[Any]):
     """The page fields of a list's response; a list's output adds its items' key."""
 
     more = serializers.BooleanField(help_text="items remain after this page: ask with `after`")

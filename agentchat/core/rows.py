@@ -12,10 +12,10 @@ Use them only where a profile says so; everywhere else the ORM is clearer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
+from django.db.models import Field, Model
 
 M = TypeVar("M", bound=Model)
 Converter = Callable[[Any, Any, Any], Any]
@@ -25,6 +25,11 @@ class _Compiled:
     def __init__(self, sql: str, columns: list[tuple[int, list[tuple[Converter, Any]]]]) -> None:
         self.sql = sql
         self.columns = columns  # per column: (position, [(converter, expression), ...])
+
+
+def _column(field: Field[Any, Any]) -> str:
+    """A concrete field's column (the stubs allow None, which only a non-concrete field has)."""
+    return cast(str, field.column)
 
 
 class RowSelect:
@@ -60,7 +65,7 @@ class RowSelect:
                 ) + expression.get_db_converters(connection)
                 if converters:
                     columns.append((len(selected), [(c, expression) for c in converters]))
-                selected.append(f"{alias}.{quote(field.column)}")
+                selected.append(f"{alias}.{quote(_column(field))}")
         sql = f"SELECT {', '.join(selected)} FROM {self.from_.format(**tables)} WHERE {self.where}"
         return _Compiled(sql, columns)
 
@@ -103,7 +108,7 @@ def _insert_statement(model: type[Model], using: str) -> tuple[str, list[Any]]:
         fields = list(model._meta.local_concrete_fields)
         sql = "INSERT INTO {} ({}) VALUES ({})".format(
             quote(model._meta.db_table),
-            ", ".join(quote(field.column) for field in fields),
+            ", ".join(quote(_column(field)) for field in fields),
             ", ".join(["%s"] * len(fields)),
         )
         _insert_sql[key] = (sql, fields)

@@ -225,7 +225,7 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
     match_subclasses = True
 
     def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        schema = _blank_unwrapped(
+        schema: dict[str, Any] = _blank_unwrapped(
             auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
         )
         if "__doc__" not in vars(type(self.target)) or not type(self.target).__doc__:

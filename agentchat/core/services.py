@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 
@@ -68,7 +68,8 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
     row = _TOKEN_WITH_AGENT.first([token_digest(raw)])
     if row is None:
         raise AppError("AUTH_INVALID", "the token is unknown or revoked")
-    token, agent = row
+    # One instance per model of the select, in its order.
+    token, agent = cast(tuple[ApiToken, Agent], row)
     token.agent = agent
     now = timezone.now()
     # Touch at most once a minute: a write per request would contend on SQLite.

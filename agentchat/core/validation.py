@@ -26,7 +26,7 @@ import json
 import math
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 from django.conf import settings
 
@@ -277,6 +277,30 @@ def _too_deep(text: str) -> bool:
     """Whether brackets outside JSON strings nest deeper than MAX_JSON_DEPTH (linear)."""
     brackets = _BRACKETS.findall(_JSON_STRING.sub("", text))
     return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > MAX_JSON_DEPTH
+
+
+@overload
+def int_parse(
+    raw: str | None,
+    *,
+    field: str,
+    code: str,
+    minimum: int = 0,
+    maximum: int | None = None,
+    default: int,
+) -> int: ...
+
+
+@overload
+def int_parse(
+    raw: str | None,
+    *,
+    field: str,
+    code: str,
+    minimum: int = 0,
+    maximum: int | None = None,
+    default: None = None,
+) -> int | None: ...
 
 
 def int_parse(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 
 from agentchat.core import clock
 from agentchat.core.errors import AppError
-from agentchat.core.humans import human_agent
+from agentchat.core.humans import SignedInRequest, human_agent
 from agentchat.core.models import Agent
 from agentchat.core.names import is_agent_name
 from agentchat.core.records import ts_parse
@@ -57,7 +57,7 @@ def _last_messages(names: list[str]) -> dict[str, dict[str, Any]]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def channels(request: HttpRequest) -> HttpResponse:
+def channels(request: SignedInRequest) -> HttpResponse:
     """The channel list (unread ones stand out) and the form that creates one."""
     agent = human_agent(request.user)
     error: AppError | None = None
@@ -102,7 +102,7 @@ def channels(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def help_page(request: HttpRequest) -> HttpResponse:
+def help_page(request: SignedInRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/help.html",
@@ -114,7 +114,7 @@ PAGE_MESSAGES = 50
 FRAGMENT_MESSAGES = 50
 
 
-def _channel_or_404(request: HttpRequest, name: str) -> tuple[Agent, Channel]:
+def _channel_or_404(request: SignedInRequest, name: str) -> tuple[Agent, Channel]:
     agent = human_agent(request.user)
     try:
         return agent, channel_get(name, viewer=agent.name)
@@ -179,7 +179,7 @@ def _shown_messages(
 
 @login_required
 @require_http_methods(["GET"])
-def channel_page(request: HttpRequest, name: str) -> HttpResponse:
+def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
     """A channel's latest messages (or those before ``?before=``), the first one I have not
     read marked, a post form. Opening it moves no cursor."""
     agent, channel = _channel_or_404(request, name)
@@ -213,7 +213,7 @@ def channel_page(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["POST"])
-def channel_post(request: HttpRequest, name: str) -> HttpResponse:
+def channel_post(request: SignedInRequest, name: str) -> HttpResponse:
     """Post as me; back to the channel at the new message."""
     agent, channel = _channel_or_404(request, name)
     form = request.POST
@@ -237,7 +237,7 @@ def channel_post(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["POST"])
-def channel_mark_read(request: HttpRequest, name: str) -> HttpResponse:
+def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
     """Mark read up to the highest seq the page showed (never the channel's max, never back)."""
     agent, channel = _channel_or_404(request, name)
     try:
@@ -257,7 +257,7 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
     fetch: the page never inserts a frame's own body). 403 when not signed in."""
     if not request.user.is_authenticated:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = _channel_or_404(cast(SignedInRequest, request), name)  # signed in
     try:
         after = _seq_param("after", request.GET) or 0
     except AppError as exc:
@@ -288,7 +288,7 @@ def _expiry(text: str | None, now: datetime) -> dict[str, Any] | None:
 
 @login_required
 @require_http_methods(["GET"])
-def channel_tasks(request: HttpRequest, name: str) -> HttpResponse:
+def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
     """The tasks board: a column per status; owners, leases counting down (expired ones
     flagged), dependencies and what blocks each task; ready tasks stand out."""
     agent, channel = _channel_or_404(request, name)
@@ -324,7 +324,7 @@ def channel_tasks(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
-def channel_locks(request: HttpRequest, name: str) -> HttpResponse:
+def channel_locks(request: SignedInRequest, name: str) -> HttpResponse:
     """The channel's path locks, active and expired: owner, paths, expiry."""
     agent, channel = _channel_or_404(request, name)
     after = request.GET.get("after") or None
@@ -357,7 +357,7 @@ PRESENCE_ROWS = 5000
 
 @login_required
 @require_http_methods(["GET"])
-def agents(request: HttpRequest) -> HttpResponse:
+def agents(request: SignedInRequest) -> HttpResponse:
     """Every agent with its presence across the channels I may see (``presence_seen_by``):
     last active, the latest status event, the latest capabilities. Nothing of what an agent
     did where I may not look (not the token's last use, ``Agent.last_seen``, which is)."""
@@ -372,7 +372,7 @@ def agents(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
-def channel_state(request: HttpRequest, name: str) -> HttpResponse:
+def channel_state(request: SignedInRequest, name: str) -> HttpResponse:
     """The derived state summary of the channel, rendered (and when it was last compacted)."""
     agent, channel = _channel_or_404(request, name)
     summary = state_summary(channel=channel)
@@ -395,7 +395,7 @@ ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
 
 @login_required
 @require_http_methods(["GET"])
-def approvals(request: HttpRequest) -> HttpResponse:
+def approvals(request: SignedInRequest) -> HttpResponse:
     """The pending approval requests across the channels I may see (or of ``?channel=``), each
     with Approve and Reject (and an optional comment)."""
     agent = human_agent(request.user)
@@ -428,7 +428,7 @@ def approvals(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["POST"])
-def approval_answer(request: HttpRequest, name: str, seq: int) -> HttpResponse:
+def approval_answer(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
     """Approve or reject request #seq: a reply from me with status ``approved`` or
     ``rejected`` (and the comment as its body), which wakes the requester like any message."""
     agent, channel = _channel_or_404(request, name)
@@ -461,7 +461,7 @@ def approval_answer(request: HttpRequest, name: str, seq: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
-def search_page(request: HttpRequest) -> HttpResponse:
+def search_page(request: SignedInRequest) -> HttpResponse:
     """Search messages (title and body) everywhere I may see, or in one channel."""
     agent = human_agent(request.user)
     query = request.GET.get("q", "")

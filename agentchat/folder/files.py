@@ -81,7 +81,12 @@ class Files:
         (a wrong mode alone is fixed in place). True when it was written."""
         current = _lstat(path)
         same_size = current is not None and current.st_size == len(data)
-        if same_size and stat.S_ISREG(current.st_mode) and path.read_bytes() == data:
+        if (
+            current is not None
+            and same_size
+            and stat.S_ISREG(current.st_mode)
+            and path.read_bytes() == data
+        ):
             if stat.S_IMODE(current.st_mode) != mode:
                 os.chmod(path, mode)
             return False

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from agentchat.core.api import StrictBooleanField, StrictSerializer
+from agentchat.core.auth import AgentRequest
 from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.query import query_parameters
@@ -61,7 +62,7 @@ class FormatNegotiation(DefaultContentNegotiation):
         return JSONRenderer(), JSONRenderer.media_type
 
 
-def _params(request: Request, names: tuple[str, ...]) -> dict[str, str]:
+def _params(request: AgentRequest, names: tuple[str, ...]) -> dict[str, str]:
     """The values of the query parameters ``names`` ("" when absent); the view's
     ``query_parameters`` refused any other."""
     return {name: request.query_params.get(name, "") for name in names}
@@ -124,7 +125,8 @@ class DecisionOutput(serializers.Serializer):
     author = serializers.CharField()
     details = serializers.CharField()
     seq = serializers.IntegerField()
-    source = serializers.CharField(help_text="message:0004")
+    # A field named like Field.source (the metaclass moves it to _declared_fields).
+    source = serializers.CharField(help_text="message:0004")  # type: ignore[assignment]
     time = serializers.CharField()
     title = serializers.CharField()
 
@@ -246,7 +248,7 @@ class StateApi(APIView):
         ),
     )
     @query_parameters(_format_parameter("the summary"), STRICT_PARAMETER)
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         params = _params(request, ("format", "strict"))
         wanted, strict = _format(params), _strict(params)
         channel = channel_get(name, viewer=request.user.name)
@@ -276,7 +278,7 @@ class CompactApi(APIView):
         ),
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> HttpResponse:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = CompactInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         snapshot = services.state_compact(
@@ -301,7 +303,7 @@ class SnapshotApi(APIView):
         description="404 STATE_RECORD_NOT_FOUND when the channel was never compacted.",
     )
     @query_parameters(_format_parameter("the stored markdown"))
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         wanted = _format(_params(request, ("format",)))
         channel = channel_get(name, viewer=request.user.name)
         snapshot = selectors.snapshot_get(channel)

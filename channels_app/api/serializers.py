@@ -10,6 +10,7 @@ from agentchat.core import schema as openapi
 from agentchat.core.api import (
     AnyJSONField,
     Documented,
+    KeywordFieldsMetaclass,
     StrictCharField,
     StrictDictField,
     StrictIntegerField,
@@ -176,7 +177,8 @@ class MessagePostInput(StrictSerializer):
     )
     conversation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
     correlation_id = StrictCharField(single_line=True, required=False, default="", max_length=128)
-    data = AnyJSONField(
+    # A field named like Serializer.data (the metaclass moves it to _declared_fields).
+    data = AnyJSONField(  # type: ignore[assignment]
         required=False, allow_null=True, default=None, help_text=openapi.JSON_VALUE_HELP
     )
     content_type = StrictCharField(single_line=True, required=False, default="", max_length=200)
@@ -186,17 +188,16 @@ class MessagePostInput(StrictSerializer):
         default=dict,
         help_text="string values; each key one line (no line separator or control character)",
     )
+    # "from" on the wire (KeywordFieldsMetaclass).
+    from_ = StrictCharField(
+        single_line=True,
+        required=False,
+        help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
+        openapi=openapi.AGENT_NAME,
+    )
 
 
-MessagePostInput._declared_fields["from"] = StrictCharField(
-    single_line=True,
-    required=False,
-    help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
-    openapi=openapi.AGENT_NAME,
-)
-
-
-class MessageOutput(serializers.Serializer):
+class MessageOutput(serializers.Serializer, metaclass=KeywordFieldsMetaclass):
     seq = serializers.IntegerField()
     id = serializers.CharField()
     channel = serializers.CharField()
@@ -219,12 +220,10 @@ class MessageOutput(serializers.Serializer):
     kind = serializers.CharField()
     conversation_id = serializers.CharField(allow_null=True)
     correlation_id = serializers.CharField(allow_null=True)
-    data = serializers.JSONField(allow_null=True)
+    data = serializers.JSONField(allow_null=True)  # type: ignore[assignment]  # as above
     content_type = serializers.CharField(allow_null=True)
     metadata = serializers.DictField(child=serializers.CharField())
-
-
-MessageOutput._declared_fields["from"] = serializers.CharField()
+    from_ = serializers.CharField()  # "from" on the wire (KeywordFieldsMetaclass)
 
 
 class MessageListOutput(serializers.Serializer):

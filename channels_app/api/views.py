@@ -8,12 +8,12 @@ from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.auth import AgentRequest
 from agentchat.core.encode import json_bytes
 from agentchat.core.errors import AppError
 from agentchat.core.lane import request_abandoned
@@ -26,7 +26,7 @@ from channels_app.api import serializers as s
 
 
 def parse_int_param(
-    request: Request,
+    request: AgentRequest,
     name: str,
     *,
     code: str,
@@ -45,7 +45,7 @@ def parse_int_param(
     )
 
 
-def limit_param(request: Request, *, maximum: int, default: int) -> int:
+def limit_param(request: AgentRequest, *, maximum: int, default: int) -> int:
     """``?limit=``: 1 to ``maximum``, ``default`` when absent. Raises INVALID_VALUE."""
     limit = parse_int_param(
         request, "limit", code="INVALID_VALUE", minimum=1, maximum=maximum, default=default
@@ -54,14 +54,14 @@ def limit_param(request: Request, *, maximum: int, default: int) -> int:
     return limit
 
 
-def peek_window(request: Request) -> tuple[int | None, int]:
+def peek_window(request: AgentRequest) -> tuple[int | None, int]:
     """``?after=&limit=`` of a list read like peek (messages, events): the first ``limit``
     after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
     after = parse_int_param(request, "after", code="INVALID_SEQ")
     return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
 
 
-def check_sender(request: Request, data: dict[str, Any]) -> None:
+def check_sender(request: AgentRequest, data: dict[str, Any]) -> None:
     claimed = data.pop("from", None)
     if claimed is not None and claimed != request.user.name:
         raise AppError(
@@ -85,7 +85,7 @@ class ChannelListCreateApi(APIView):
             openapi.record_id(CHANNEL_NAME_MAX), "the channel name of the previous page's `next`"
         )
     )
-    def get(self, request: Request) -> HttpResponse:
+    def get(self, request: AgentRequest) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.channel_after_check)
         page = selectors.channel_list(agent=request.user, after=after, limit=limit)
@@ -105,7 +105,7 @@ class ChannelListCreateApi(APIView):
         ),
     )
     @query_parameters()
-    def post(self, request: Request) -> Response:
+    def post(self, request: AgentRequest) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
         channel = services.channel_create(created_by=request.user.name, **data)
         return Response(records.channel_to_dict(channel), status=http.HTTP_201_CREATED)
@@ -116,7 +116,7 @@ class ChannelDetailApi(APIView):
         operation_id="channels_show", responses=s.ChannelOutput, summary="Show a channel"
     )
     @query_parameters()
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         cursor = services.cursor_get(agent=request.user, channel=channel)
         data = records.channel_to_dict(channel)
@@ -145,7 +145,7 @@ class ChannelDetailApi(APIView):
         ),
     )
     @query_parameters()
-    def patch(self, request: Request, name: str) -> Response:
+    def patch(self, request: AgentRequest, name: str) -> Response:
         data = s.ChannelUpdateInput.validate_input(request.data)
         channel = services.channel_update(
             channel=selectors.channel_get(name, viewer=request.user.name),
@@ -181,7 +181,7 @@ class MessageListPostApi(APIView):
             "`after`, earlier ones without)",
         ),
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
         page = selectors.message_peek(
@@ -217,7 +217,7 @@ class MessageListPostApi(APIView):
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -264,7 +264,7 @@ class ReadApi(APIView):
             "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
         ),
     )
-    def post(self, request: Request, name: str) -> HttpResponse:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         s.EmptyInput.validate_input(request.data)
         limit = limit_param(
             request, maximum=selectors.READ_LIMIT_MAX, default=selectors.READ_LIMIT_MAX
@@ -286,7 +286,7 @@ class AckApi(APIView):
         summary="Move the cursor without reading",
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.AckInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
         return Response(
@@ -303,7 +303,7 @@ class MarkerClaimApi(APIView):
         summary="Claim a marker: exactly one agent wins, others get MARKER_ALREADY_CLAIMED",
     )
     @query_parameters()
-    def post(self, request: Request, name: str, marker: str) -> Response:
+    def post(self, request: AgentRequest, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
         claim = services.marker_claim(channel=channel, marker=marker, owner=request.user.name)
@@ -360,7 +360,7 @@ class EventListPostApi(APIView):
             description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
         ),
     )
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         kind = request.query_params.get("type")
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
@@ -390,7 +390,7 @@ class EventListPostApi(APIView):
         ),
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = request.data
         if not isinstance(data, dict):
             raise AppError("INVALID_JSON", "request body must be a JSON object")
@@ -425,7 +425,7 @@ class PresenceApi(APIView):
         ),
     )
     @query_parameters()
-    def get(self, request: Request, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
         items = selectors.presence_list(channel=channel, viewer=request.user.name)
         return Response({"presence": [records.presence_to_dict(*item) for item in items]})
@@ -454,7 +454,7 @@ class ApprovalsApi(APIView):
             description="at most this many (default 100)",
         )
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
         pending, more = approvals.approvals_pending(viewer=request.user.name, limit=limit)
         return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
@@ -499,7 +499,7 @@ class SearchApi(APIView):
             description="at most this many (default 50)",
         ),
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=search.SEARCH_LIMIT_MAX, default=50)
         name = request.query_params.get("channel")
         channel = selectors.channel_get(name, viewer=request.user.name) if name else None

@@ -7,6 +7,8 @@ reference's order of checks (state before duration).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from agentchat.core import schema as openapi
@@ -29,17 +31,17 @@ PATHS_SCHEMA = {
 
 
 class PathsField(RawJSONField):
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(openapi=PATHS_SCHEMA, **kwargs)
 
 
 class LeaseSecondsField(RawJSONField):
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(openapi=openapi.lease_seconds(), **kwargs)
 
 
 class ReasonField(RawJSONField):
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         schema = openapi.one_line(max_length=REASON_MAX, non_blank=True)
         super().__init__(openapi=schema, **kwargs)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
+from agentchat.core.auth import AgentRequest
 from agentchat.core.errors import AppError
 from agentchat.core.query import query_parameters
 from agentchat.core.schema import raises
@@ -39,7 +39,7 @@ class LockApiView(APIView):
     """Every answer of the path-lock API says that locks are advisory (a header, so the lock
     records stay the reference's)."""
 
-    def finalize_response(self, request, response, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         response[ADVISORY_HEADER] = ADVISORY
         return response
@@ -59,7 +59,7 @@ class LockListCreateApi(LockApiView):
             openapi.record_id(selectors.LOCK_ID_MAX), "the lock id of the previous page's `next`"
         )
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.lock_id_check)
         channel = channel_get(name, viewer=request.user.name)
@@ -75,7 +75,7 @@ class LockListCreateApi(LockApiView):
         summary="Lock workspace paths (all or none)",
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCreateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_acquire(
@@ -100,7 +100,7 @@ class LockListCreateApi(LockApiView):
             description="an exact normalized path",
         )
     )
-    def delete(self, request: Request, name: str) -> Response:
+    def delete(self, request: AgentRequest, name: str) -> Response:
         path = request.query_params.get("path")
         if path is None:
             raise AppError(
@@ -124,7 +124,7 @@ class LockCheckApi(LockApiView):
         summary="List the locks (active and expired) overlapping these paths",
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
         conflicts = selectors.lock_check(
             channel=channel_get(name, viewer=request.user.name), paths=data["paths"]
@@ -140,7 +140,7 @@ class LockDetailApi(LockApiView):
         summary="Show a lock record",
     )
     @query_parameters()
-    def get(self, request: Request, name: str, lock_id: str) -> Response:
+    def get(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
         )
@@ -153,7 +153,7 @@ class LockDetailApi(LockApiView):
         summary="Unlock (owner only, even when expired)",
     )
     @query_parameters()
-    def delete(self, request: Request, name: str, lock_id: str) -> Response:
+    def delete(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
         return Response(record)
@@ -178,7 +178,7 @@ class LockRecoverApi(LockApiView):
         summary="Take over an expired lock (the caller becomes its owner)",
     )
     @query_parameters()
-    def post(self, request: Request, name: str, lock_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         data = s.LockRecoverInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         lock = services.lock_recover(

@@ -8,13 +8,13 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
-from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from agentchat.core import pages
 from agentchat.core import schema as openapi
 from agentchat.core.api import StrictSerializer
+from agentchat.core.auth import AgentRequest
 from agentchat.core.errors import AppError
 from agentchat.core.query import query_parameters
 from agentchat.core.schema import raises
@@ -78,7 +78,7 @@ class TaskListCreateApi(APIView):
             openapi.record_id(TASK_ID_MAX), "the task id of the previous page's `next`"
         ),
     )
-    def get(self, request: Request, name: str) -> HttpResponse:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         limit = pages.limit_parse(request.query_params.get("limit"))
         after = pages.after_parse(request.query_params.get("after"), selectors.task_after_check)
         channel = channel_get(name, viewer=request.user.name)
@@ -107,7 +107,7 @@ class TaskListCreateApi(APIView):
         ),
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         data = s.TaskCreateInput.validate_input(request.data)
         claimed = data.pop("created_by", None)
         if claimed is not None and claimed != request.user.name:
@@ -132,7 +132,7 @@ class TaskDetailApi(APIView):
         extensions=raises("TASK_INVALID_ID", "TASK_NOT_FOUND"),
     )
     @query_parameters()
-    def get(self, request: Request, name: str, task_id: str) -> Response:
+    def get(self, request: AgentRequest, name: str, task_id: str) -> Response:
         return _task_response(
             selectors.task_get(channel=channel_get(name, viewer=request.user.name), task_id=task_id)
         )
@@ -158,7 +158,7 @@ class TaskDetailApi(APIView):
         ),
     )
     @query_parameters()
-    def patch(self, request: Request, name: str, task_id: str) -> Response:
+    def patch(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = s.TaskUpdateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         task = services.task_update(
@@ -178,7 +178,7 @@ class _TaskActionApi(APIView):
         return data
 
     @query_parameters()
-    def post(self, request: Request, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = self.body.validate_input(request.data)
         task = self.service(
             channel=channel_get(name, viewer=request.user.name),
@@ -301,6 +301,6 @@ class TaskRecoverPendingApi(APIView):
         extensions=raises(*LEASE_INPUT, "LEASE_TRANSACTION_NOT_FOUND"),
     )
     @query_parameters()
-    def post(self, request: Request, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
         services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))

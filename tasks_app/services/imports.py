@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from django.db import IntegrityError, transaction
 
@@ -59,12 +59,19 @@ class TaskImport:
     updated_at_text: str
 
 
+class LeaseTimes(TypedDict):
+    lease_expires_at: datetime
+    claimed_at: datetime
+    updated_at: datetime
+    previous_lease_expires_at: datetime | None
+
+
 @dataclass(frozen=True)
 class LeaseImport:
     source: str
     task_id: str
     owner: str
-    times: dict[str, datetime | None]  # the four lease times
+    times: LeaseTimes
     spellings: dict[str, str]
     previous_owner: str | None
     recovery_reason: str | None
@@ -187,6 +194,7 @@ def lease_record_parse(data: Any, *, channel: str, name: str, source: str) -> Le
             times[field] = None
             continue
         times[field], spellings[field] = _timestamp(value, field, "LEASE_INVALID_TIMESTAMP")
+    parsed = cast(LeaseTimes, times)  # the four, None for the optional one only
     previous_owner = data.get("previous_owner")
     if previous_owner is not None:
         previous_owner = _identity(previous_owner, "previous_owner", "LEASE_INVALID_OWNER")
@@ -199,14 +207,14 @@ def lease_record_parse(data: Any, *, channel: str, name: str, source: str) -> Le
             "lease identity does not match its file name",
             detail={"task_id": task_id, "owner": owner},
         )
-    recovery = (previous_owner, times["previous_lease_expires_at"], reason)
+    recovery = (previous_owner, parsed["previous_lease_expires_at"], reason)
     if any(value is not None for value in recovery) and None in recovery:
         raise AppError(
             "LEASE_INVALID_RECORD",
             "previous_owner, previous_lease_expires_at and recovery_reason are recorded together",
             detail={"task_id": task_id},
         )
-    if times["lease_expires_at"] < times["claimed_at"]:  # type: ignore[operator]
+    if parsed["lease_expires_at"] < parsed["claimed_at"]:
         raise AppError(
             "LEASE_INVALID_TIMESTAMP",
             "lease_expires_at is before claimed_at",
@@ -216,7 +224,7 @@ def lease_record_parse(data: Any, *, channel: str, name: str, source: str) -> Le
         source=source,
         task_id=task_id,
         owner=owner,
-        times=times,
+        times=parsed,
         spellings=spellings,
         previous_owner=previous_owner,
         recovery_reason=reason,
@@ -267,13 +275,13 @@ def tasks_consistency_check(tasks: Sequence[TaskImport], leases: Sequence[LeaseI
         )
     claims: dict[str, LeaseImport] = {}
     for lease in leases:
-        task = by_id.get(lease.task_id)
-        if task is None:
+        if lease.task_id not in by_id:
             raise AppError(
                 "LEASE_INCONSISTENT",
                 f"{lease.source}: claim for task {lease.task_id}, which has no record",
                 detail={"file": lease.source, "task_id": lease.task_id},
             )
+        task = by_id[lease.task_id]
         if lease.task_id in claims:
             raise AppError(
                 "LEASE_INCONSISTENT",

@@ -65,7 +65,8 @@ def _lock_of(client: Client, args: argparse.Namespace) -> str:
     if _looks_like_lock_id(args.target):
         try:
             client.request("GET", chan(args) + f"locks/{args.target}/", expect=shapes.LOCK)
-            return args.target
+            target: str = args.target
+            return target
         except ClientError as error:
             if error.code != "PATH_LOCK_NOT_FOUND":
                 raise
@@ -86,7 +87,8 @@ def _lock_of(client: Client, args: argparse.Namespace) -> str:
             f"path target matches multiple lock records: {args.target}",
             {"lock_ids": ids},
         )
-    return ids[0]
+    lock_id: str = ids[0]
+    return lock_id
 
 
 def cmd_unlock(client: Client, args: argparse.Namespace) -> None:

@@ -67,7 +67,8 @@ def cmd_roster(client: Client, args: argparse.Namespace) -> None:
 
 def _body(args: argparse.Namespace) -> str:
     if args.body is not None:
-        return args.body
+        body: str = args.body
+        return body
     if args.body_file is not None and args.body_file != "-":
         try:
             with open(args.body_file, "rb") as handle:
