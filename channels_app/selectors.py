@@ -514,7 +514,7 @@ def message_last_by_channel(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     rows = Message.objects.filter(channel__name__in=list(names), seq=F("channel__last_seq")).values(
         "channel__name", "seq", "sender", "title", "ts"
     )
-    return {row["channel__name"]: row for row in rows}
+    return {row["channel__name"]: dict(row) for row in rows}
 
 
 def cursor_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[tuple[str, int]]:

@@ -135,10 +135,11 @@ class ApiLane:
     ) -> HttpResponse | None:
         """A heavy request (``agentchat.core.heavy``): after the token's previous one, on the
         heavy pool, within the work budget."""
-        return await self.heavy_gate.run(
+        response: HttpResponse | None = await self.heavy_gate.run(
             HeavyGate.key(scope),
             lambda: run_db_heavy(self.get_response, request, match, budget=True),
         )
+        return response
 
     def get_response(
         self, request: HttpRequest, match: ResolverMatch, *, budget: bool = False
@@ -161,7 +162,7 @@ class ApiLane:
 
     @staticmethod
     def _view(request: HttpRequest, match: ResolverMatch) -> HttpResponse:
-        response = match.func(request, *match.args, **match.kwargs)
+        response: HttpResponse = match.func(request, *match.args, **match.kwargs)
         if hasattr(response, "render") and callable(response.render):
             response = response.render()
         return response

@@ -4,7 +4,7 @@ refuses any other. They stay out of the document they serve."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from drf_spectacular.views import (
@@ -15,6 +15,7 @@ from drf_spectacular.views import (
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from agentchat.core.query import query_parameters
 
@@ -25,11 +26,9 @@ VERSION = OpenApiParameter("version", str)
 FORMAT = OpenApiParameter("format", str)
 
 
-class _JSONErrors:
+class _JSONErrors(APIView):
     """Errors, and DRF's OPTIONS answer, in the API's JSON, whatever the page renders otherwise
     (YAML, HTML: the HTML renderer has no template for them and failed with a 500)."""
-
-    request: Request
 
     def _as_json(self) -> None:
         self.request.accepted_renderer = JSONRenderer()
@@ -37,29 +36,31 @@ class _JSONErrors:
 
     def handle_exception(self, exc: Exception) -> Response:
         self._as_json()
-        return super().handle_exception(exc)  # type: ignore[misc]
+        return super().handle_exception(exc)
 
-    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    # DRF's stubs take a Request where Django's View takes an HttpRequest: DRF's own override.
+    def options(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # type: ignore[override]
         self._as_json()
-        return super().options(request, *args, **kwargs)  # type: ignore[misc]
+        return super().options(request, *args, **kwargs)
 
 
+# drf-spectacular's views are untyped: their get answers a Response.
 class SchemaApi(_JSONErrors, SpectacularAPIView):
     @extend_schema(exclude=True)
     @query_parameters(FORMAT, LANG, VERSION)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
+        return cast(Response, super().get(request, *args, **kwargs))  # type: ignore[no-untyped-call]
 
 
 class SwaggerPage(_JSONErrors, SpectacularSwaggerView):
     @extend_schema(exclude=True)
     @query_parameters(LANG, VERSION)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
+        return cast(Response, super().get(request, *args, **kwargs))  # type: ignore[no-untyped-call]
 
 
 class RedocPage(_JSONErrors, SpectacularRedocView):
     @extend_schema(exclude=True)
     @query_parameters(LANG, VERSION)
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
+        return cast(Response, super().get(request, *args, **kwargs))  # type: ignore[no-untyped-call]

@@ -15,4 +15,5 @@ def agent_name_for_user(user: Any) -> str | None:
 
 def agent_list_by_name(*, limit: int) -> list[dict[str, Any]]:
     """The first ``limit`` agents by name, each as its ``name``, ``kind`` and ``harness``."""
-    return list(Agent.objects.order_by("name").values("name", "kind", "harness")[:limit])
+    rows = Agent.objects.order_by("name").values("name", "kind", "harness")[:limit]
+    return [dict(row) for row in rows]

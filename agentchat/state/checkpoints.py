@@ -28,10 +28,15 @@ CHECKPOINT_ROWS = 200  # messages folded since the stored fold that make it wort
 
 def _stored(model: type[StateFold] | type[StateSnapshot], channel: Channel) -> MessageFold | None:
     if model is StateSnapshot:
-        rows = StateSnapshot.objects.filter(channel=channel).order_by("-id")
+        state = (
+            StateSnapshot.objects.filter(channel=channel)
+            .order_by("-id")
+            .values_list("fold", flat=True)
+            .first()
+        )
     else:
-        rows = StateFold.objects.filter(channel=channel)
-    return MessageFold.from_state(rows.values_list("fold", flat=True).first())
+        state = StateFold.objects.filter(channel=channel).values_list("fold", flat=True).first()
+    return MessageFold.from_state(state)
 
 
 def fold_resumed(channel: Channel) -> MessageFold:

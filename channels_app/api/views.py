@@ -181,7 +181,7 @@ class MessageListPostApi(APIView):
             "`after`, earlier ones without)",
         ),
     )
-    def get(self, request: AgentRequest, name: str) -> Response:
+    def get(self, request: AgentRequest, name: str) -> HttpResponse:
         after, limit = peek_window(request)
         channel = selectors.channel_get(name, viewer=request.user.name)
         page = selectors.message_peek(
@@ -217,7 +217,7 @@ class MessageListPostApi(APIView):
         summary="Post a message (201; 200 for an idempotent retry with the same id)",
     )
     @query_parameters()
-    def post(self, request: AgentRequest, name: str) -> Response:
+    def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = s.MessagePostInput.validate_input(request.data)
         check_sender(request, data)
         channel = selectors.channel_get(name, viewer=request.user.name)

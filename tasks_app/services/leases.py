@@ -259,7 +259,13 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
 
     before = selectors.task_record(task)
     completing = status == Status.DONE
-    write = {"channel": channel, "actor": actor, "now": now, "before": before, "status": status}
+    write: dict[str, Any] = {
+        "channel": channel,
+        "actor": actor,
+        "now": now,
+        "before": before,
+        "status": status,
+    }
     if lease is None:
         return _lease_write(
             task,
