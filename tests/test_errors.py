@@ -148,40 +148,6 @@ def test_a_management_command_exits_with_the_codes_family(tmp_path):
     assert run.stderr.strip() == "CommandError: AGENT_NOT_FOUND: no agent named 'nobody'"
 
 
-def test_readme_error_table_is_the_declared_table():
-    from agentchat.core.errors import error_table_markdown
-
-    readme = (ROOT / "README.md").read_text()
-    begin, end = "<!-- error-table:begin -->\n", "<!-- error-table:end -->"
-    assert begin in readme and end in readme
-    section = readme[readme.index(begin) + len(begin) : readme.index(end)]
-    assert section == error_table_markdown()
-
-
-def test_readme_client_code_table_is_the_clients():
-    from agentchat.client.errors import client_codes_markdown
-
-    readme = (ROOT / "README.md").read_text()
-    begin, end = "<!-- client-codes:begin -->\n", "<!-- client-codes:end -->"
-    assert begin in readme and end in readme
-    section = readme[readme.index(begin) + len(begin) : readme.index(end)]
-    assert section == client_codes_markdown()
-
-
-def test_every_code_the_readme_names_is_declared():
-    import re
-
-    from agentchat.client.errors import CLIENT_CODES
-
-    readme = (ROOT / "README.md").read_text()
-    named = set(re.findall(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`", readme))
-    prefixes = ("AGENTCHAT_", "AGENT_CHAT_", "DB_")
-    settings_like = {name for name in named if name.startswith(prefixes)}
-    settings_like |= {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "LOG_LEVEL"}
-    settings_like |= {"CSRF_TRUSTED_ORIGINS", "XDG_CONFIG_HOME"}
-    assert sorted(named - settings_like - set(ERRORS) - set(CLIENT_CODES)) == []
-
-
 def test_every_surface_spells_an_error_body_alike(api_for):
     client = api_for("alice")
     client.raise_request_exception = False

@@ -1,5 +1,5 @@
-"""The set-up lines of the README that need no running server run as written (on a database of
-their own): a newcomer copies them."""
+"""The set-up lines of the README and the docs that need no running server run as written (on a
+database of their own): a newcomer copies them."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ FENCE = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def sh_blocks() -> list[str]:
-    return FENCE.findall((ROOT / "README.md").read_text())
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [block for page in pages for block in FENCE.findall(page.read_text())]
 
 
 def block_with(needle: str) -> str:
     found = [block for block in sh_blocks() if needle in block]
-    assert len(found) == 1, f"one sh block of the README holds {needle!r}"
+    assert len(found) == 1, f"one sh block of the README and the docs holds {needle!r}"
     return found[0]
 
 
@@ -71,5 +72,14 @@ def test_the_quick_starts_token_line_prints_a_token(shell):
         if "TOKEN=" in line
     )
     run = shell(line.split("#")[0] + '\necho "$TOKEN"')
+    assert run.returncode == 0, run.stderr
+    assert re.fullmatch(r"ac_\S{20,}", run.stdout.strip()), run.stdout
+
+
+def test_the_readme_s_token_line_exports_a_token(shell):
+    readme = "\n".join(FENCE.findall((ROOT / "README.md").read_text()))
+    line = next(text for text in readme.splitlines() if "export AGENT_CHAT_TOKEN=$(" in text)
+    assert "alice" in line
+    run = shell(line.split("#")[0].replace("alice", "dora") + '\necho "$AGENT_CHAT_TOKEN"')
     assert run.returncode == 0, run.stderr
     assert re.fullmatch(r"ac_\S{20,}", run.stdout.strip()), run.stdout
