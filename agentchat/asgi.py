@@ -35,7 +35,7 @@ router = ProtocolTypeRouter(
                 re_path(r"", django_asgi_app),
             ]
         ),
-        # Origin is checked in the consumers: agents' clients send none (DESIGN §6).
+        # Origin is checked in the live endpoints: agents' clients send none (DESIGN §6).
         # An unknown path (or one without its trailing slash) is refused at the handshake.
         "websocket": AuthMiddlewareStack(
             URLRouter([*channels_routing.websocket_urlpatterns, re_path(r"", websocket_refuse)])

@@ -136,7 +136,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channel layer -------------------------------------------------------------------------
-# The layer is a doorbell: every consumer re-reads the database by seq after a ring.
+# The layer is a doorbell: every live endpoint re-reads the database by seq after a ring.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     from redis.connection import parse_url
@@ -209,7 +209,7 @@ if not AGENTCHAT_STREAM_MAX_CHANNELS > 0:
 AGENTCHAT_REVOCATION_CHECK_SECONDS = float(
     os.environ.get("AGENTCHAT_REVOCATION_CHECK_SECONDS", "2")
 )
-# Threads that run database work for the API lane and the consumers (each keeps its SQLite
+# Threads that run database work for the API lane and the live endpoints (each keeps its SQLite
 # connection; with PostgreSQL keep it below DB_POOL_MAX). Measured with 8 clients posting on
 # 2 cores: on SQLite, whose writes are serialized anyway, a second thread only contends for the
 # GIL inside the write transaction (which then lasts 1.7 ms instead of 0.8 ms): 470 against
@@ -269,7 +269,7 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait consumer)
+    "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait endpoint)
     "APPEND_COMPONENTS": {},
     # The one choice set of clear_owner / clear_branch in a task update (only true clears), and
     # one name for the agent kinds (a message's sender_kind, GET /me/'s kind).

@@ -5,12 +5,12 @@ await a ring. A ring is only a doorbell (the layer delivers at most once); what 
 is always read back by seq, so a lost or late ring delays nothing that a later ring, a sweep
 or the wait's last look at its deadline does not recover.
 
-- ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The consumers of the wait
+- ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The live endpoints of the wait
   endpoint (and the SSE endpoints to come) authenticate, parse, call it and send
   ``result.body()``.
 - ``message_stream(...)``: an async context manager that subscribes, opens a ``MessageStream``
   at ``since``, feeds it the channel's rings and watches the session's token. The websocket
-  consumer (and the SSE endpoints to come) iterate the stream and send what it yields at the
+  endpoint (and the SSE endpoints to come) iterate the stream and send what it yields at the
   pace their client reads; the iteration raises AUTH_INVALID once the token is revoked and
   CHANNEL_NOT_FOUND once the viewer may no longer see the channel.
 """
@@ -54,7 +54,7 @@ from channels_app.services import (
     ReadPage,
     channel_group,
     cursors_compare_and_set,
-    messages_read,
+    message_read,
     read_page_body,
 )
 
@@ -176,7 +176,7 @@ async def message_wait(
 ) -> WaitResult:
     """Wait up to ``timeout`` seconds for messages relevant to ``agent`` after its cursor.
 
-    Returns as soon as some exist (a page, like ``messages_read``, with the cursor moved), or
+    Returns as soon as some exist (a page, like ``message_read``, with the cursor moved), or
     at the deadline with ``timed_out`` and the cursor unchanged. While parked it holds no
     thread and no database connection: it awaits its own layer inbox. A ring that carries the
     next message, relevant and small, is answered from the ring: the cursor moves onto it by a
@@ -189,7 +189,7 @@ async def message_wait(
     CHANNEL_NOT_FOUND (the agent may no longer see the channel: nothing moved). The caller
     sets ``abandoned`` when its client goes away, before it cancels the wait: a cursor move
     already on a database thread then does not commit (ClientGone, or a compare-and-set
-    that does not happen). ``deliver`` (the consumer's send) is awaited with the result before
+    that does not happen). ``deliver`` (the live endpoint's send) is awaited with the result before
     the wait leaves its group and frees its inbox: a moved cursor's answer goes out at once, not
     after the layer's round trips, in which a client that left would lose it.
     """
@@ -244,7 +244,7 @@ class _Parked:
 
         async def read() -> ReadPage:
             return await run_db(
-                messages_read,
+                message_read,
                 channel=channel,
                 agent=agent,
                 limit=limit,
@@ -352,7 +352,7 @@ class MessageStream:
     (``STREAM_BATCH`` messages at a time) to replay, to fill a gap a lost ring left, or for a
     message too big to ride along; a sweep every AGENTCHAT_STREAM_SWEEP_SECONDS finds a lost
     last message that no later ring would reveal. It produces only as fast as it is iterated:
-    a consumer that waits for its client holds at most one batch, whatever the backlog.
+    a live endpoint that waits for its client holds at most one batch, whatever the backlog.
     Never moves a cursor.
     """
 
@@ -380,7 +380,7 @@ class MessageStream:
         )
         self._next_sweep = 0.0
         self.error: BaseException | None = None
-        # Set with ``error`` by ``end()``: a consumer blocked on its client learns of it too.
+        # Set with ``error`` by ``end()``: a live endpoint blocked on its client learns of it too.
         self.ended = asyncio.Event()
 
     def end(self, error: BaseException) -> None:

@@ -1,4 +1,4 @@
-"""Every read of channels_app, shared by the API, the consumers and (later) the dashboard."""
+"""Every read of channels_app, shared by the API, the live endpoints and (later) the dashboard."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
     return last_seq
 
 
-def relevant_filter(name: str) -> Q:
+def message_relevant_filter(name: str) -> Q:
     """SQL pre-filter for SPEC §5 relevance; ``Message.is_relevant_to`` is the exact rule."""
     return (Q(recipients="") | Q(recipients__contains=f",{name},")) & ~Q(sender=name)
 
@@ -131,10 +131,10 @@ def _attach(rows: QuerySet[Message] | list[Message], channel: Channel) -> list[M
 
 
 def messages_relevant_exist(*, channel: Channel, name: str, after: int, upto: int) -> bool:
-    # Exact in SQL (see unread_count).
+    # Exact in SQL (see message_unread_count).
     return (
         Message.objects.filter(channel=channel, seq__gt=after, seq__lte=upto)
-        .filter(relevant_filter(name))
+        .filter(message_relevant_filter(name))
         .exists()
     )
 
@@ -174,7 +174,7 @@ def message_page(
     last = position = after
     relevant = (
         Message.objects.filter(channel=channel, seq__lte=upto)
-        .filter(relevant_filter(name))
+        .filter(message_relevant_filter(name))
         .order_by("seq")
     )
     while True:
@@ -258,12 +258,12 @@ def message_peek(
     return PeekPage(_attach(rows, channel), taken < len(sizes))
 
 
-def unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
+def message_unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
     # Exact in SQL: recipient lists hold validated lowercase names, so LIKE's ASCII case
     # folding on SQLite cannot match a different name (and Django escapes % and _).
     return (
         Message.objects.filter(channel=channel, seq__gt=cursor)
-        .filter(relevant_filter(agent.name))
+        .filter(message_relevant_filter(agent.name))
         .count()
     )
 
@@ -286,7 +286,7 @@ def channel_list(
     )
     unread = (
         Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor"))
-        .filter(relevant_filter(agent.name))
+        .filter(message_relevant_filter(agent.name))
         .order_by()
         .values("channel")
         .annotate(n=Count("pk"))
@@ -527,3 +527,10 @@ def marker_claim_iter_for_channel(*, channel: Channel, chunk_size: int) -> Itera
     """Every claimed marker of ``channel``, by marker, streamed."""
     rows = MarkerClaim.objects.filter(channel=channel).order_by("marker")
     return rows.iterator(chunk_size=chunk_size)
+
+
+def cursor_get(*, agent: Agent, channel: Channel) -> int:
+    return (
+        Cursor.objects.filter(agent=agent, channel=channel).values_list("seq", flat=True).first()
+        or 0
+    )

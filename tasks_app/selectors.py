@@ -19,7 +19,7 @@ TASK_FIELDS = records.TASK_FIELDS
 STATUSES = tuple(choice.value for choice in Task.Status)
 
 
-def check_task_id(value: object, *, field: str = "id", code: str = "TASK_INVALID_ID") -> str:
+def task_id_check(value: object, *, field: str = "id", code: str = "TASK_INVALID_ID") -> str:
     """Raises TASK_INVALID_ID (or ``code``): ``[A-Za-z0-9][A-Za-z0-9._-]*`` as a whole string
     (no trailing newline, ASCII letters and digits only), at most 128. The value is echoed in
     the error cut to 100 characters."""
@@ -72,7 +72,7 @@ def task_links(task: Task) -> list[TaskDependency]:
 def task_get(*, channel: Channel, task_id: str) -> Task:
     """Raises TASK_INVALID_ID, TASK_NOT_FOUND. Ids are looked up exactly, as the reference
     looks up a file name."""
-    check_task_id(task_id)
+    task_id_check(task_id)
     found = _loaded(Task.objects.filter(channel=channel, task_id=task_id))
     task = found[0] if found else None
     if task is None:
@@ -175,7 +175,7 @@ def task_page(
 
 def task_after_check(value: str) -> None:
     """``?after=`` of the task list: a task id by the rule of ids. Raises TASK_INVALID_ID."""
-    check_task_id(value, field="after")
+    task_id_check(value, field="after")
 
 
 def task_depends_on(task: Task) -> list[str]:

@@ -1,7 +1,7 @@
 """An ``APIClient`` whose requests go through the real ASGI application, in process.
 
 Production ``/api/`` traffic goes from daphne to ``agentchat.asgi.application``: the wait
-consumer, or the API lane (``agentchat/core/lane.py``), which skips Django's middleware and
+endpoint, or the API lane (``agentchat/core/lane.py``), which skips Django's middleware and
 request signals. DRF's own ``APIClient`` calls the views through Django's handler instead, the
 route no client takes. ``AsgiApiClient`` keeps ``APIClient``'s interface (``get``, ``post(...,
 format="json")``, ``generic``, ``credentials``, ``response.json()``…), so the tests keep their
@@ -9,16 +9,16 @@ shape, but turns each request into an ASGI ``http`` scope and its body, runs the
 on an event loop in a thread of its own, and turns what the application sends back into a
 response.
 
-The database: the lane and the consumers run their ORM work through ``agentchat.core.db.run_db``
-on a pool of long-lived threads, each with its own connection, which would neither see the
-uncommitted rows of a test under the ``db`` fixture (one transaction rolled back at the end) nor,
-on SQLite, get past that transaction's lock. So the client sets ``db.inline_executor`` in the
-context of the request: ``run_db`` hands the request's work to an executor whose queue the
-test's own thread drains while it waits for the response. The views run in the test's thread,
-on its connection, inside its transaction — as with ``APIClient`` — while everything around
-them (reading the body, routing, the consumers, the hand-back of pushes) runs on an event loop,
-as in production. The context variable is seen only by this request's tasks; other event loops
-(a test's own consumers) keep the pool.
+The database: the lane and the live endpoints run their ORM work through
+``agentchat.core.db.run_db`` on a pool of long-lived threads, each with its own connection, which
+would neither see the uncommitted rows of a test under the ``db`` fixture (one transaction rolled
+back at the end) nor, on SQLite, get past that transaction's lock. So the client sets
+``db.inline_executor`` in the context of the request: ``run_db`` hands the request's work to an
+executor whose queue the test's own thread drains while it waits for the response. The views run in
+the test's thread, on its connection, inside its transaction — as with ``APIClient`` — while
+everything around them (reading the body, routing, the live endpoints, the hand-back of pushes) runs
+on an event loop, as in production. The context variable is seen only by this request's tasks; other
+event loops (a test's own endpoints) keep the pool.
 
 An exception the application logs (the lane answers 500 ``INTERNAL_ERROR``) is raised in the
 test instead, as Django's test client does; ``raise_request_exception=False`` gives the 500.

@@ -252,7 +252,7 @@ def live(live_server_proc: ServerProcess, transactional_db: Any) -> ServerProces
 
 
 async def in_thread(func: Callable[[], Any]) -> Any:
-    """Run ``func`` in a worker thread (so the test's event loop keeps serving consumers) and
+    """Run ``func`` in a worker thread (so the test's event loop keeps serving endpoints) and
     close that thread's database connections afterwards: a connection left checked out of
     PostgreSQL's pool keeps the test database from being dropped."""
     import asyncio

@@ -1,5 +1,5 @@
 """The API tests' client takes the production route: through ``agentchat.asgi.application``,
-the API lane or the wait consumer, with the views' database work in the test's transaction."""
+the API lane or the wait endpoint, with the views' database work in the test's transaction."""
 
 from __future__ import annotations
 

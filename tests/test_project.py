@@ -113,7 +113,7 @@ def test_openapi_schema_is_valid_without_warnings(tmp_path):
     out = tmp_path / "schema.yaml"
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(out))
     text = out.read_text()
-    assert "/api/v1/channels/{name}/wait/:" in text  # the consumer route is documented too
+    assert "/api/v1/channels/{name}/wait/:" in text  # the live endpoint route is documented too
     assert "/api/v1/channels/{name}/tasks/{task_id}/claim/:" in text
     assert "/api/v1/channels/{name}/locks/check/:" in text
 

@@ -35,7 +35,7 @@ def test_daphne_plain_tcp_is_seen_and_not_warned_of(live, make_agent):
             f"{live.ws_url}/ws/channels/",
             additional_headers={"Authorization": f"Bearer {token}"},
         ) as ws:
-            # Any answer means the consumer ran, and made its window, before it.
+            # Any answer means the live endpoint ran, and made its window, before it.
             await ws.send(json.dumps({"op": "unsubscribe", "channel": "nowhere"}))
             return json.loads(await asyncio.wait_for(ws.recv(), 10))
 

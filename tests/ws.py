@@ -7,8 +7,8 @@ from typing import Any
 
 
 async def frames_until_close(client: Any, timeout: float = 5) -> tuple[list[dict], dict]:
-    """Every JSON frame the consumer sends until it closes, and the close itself (each
-    ``receive_output`` waits at most ``timeout``: a consumer that never closes fails)."""
+    """Every JSON frame the live endpoint sends until it closes, and the close itself (each
+    ``receive_output`` waits at most ``timeout``: a live endpoint that never closes fails)."""
     frames: list[dict] = []
     while True:
         output = await client.receive_output(timeout=timeout)

@@ -174,7 +174,7 @@ async def error_send(send: Send, exc: AppError) -> None:
 
 async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     """A websocket route that refuses every handshake (HTTP 403: daphne has no other refusal),
-    for paths no consumer serves. Never an exception, which daphne turns into a 500."""
+    for paths no live endpoint serves. Never an exception, which daphne turns into a 500."""
     if (await receive())["type"] == "websocket.connect":
         await send({"type": "websocket.close"})
 

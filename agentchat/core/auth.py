@@ -1,4 +1,4 @@
-"""Bearer-token authentication for DRF views (the consumers use ``token_authenticate``)."""
+"""Bearer-token authentication for DRF views (the live endpoints use ``token_authenticate``)."""
 
 from __future__ import annotations
 

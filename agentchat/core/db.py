@@ -5,7 +5,7 @@ takes a process-wide FIFO lock: SQLite's busy handler is unfair (single writers 
 seconds at 8 concurrent posters), and a FIFO hand-off bounds the tail. On PostgreSQL it is a
 plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
-``run_db`` runs ORM work for the API lane and the consumers on a small pool of
+``run_db`` runs ORM work for the API lane and the live endpoints on a small pool of
 long-lived threads (AGENTCHAT_DB_THREADS); ``run_db_heavy`` runs the lane's heavy requests
 (``agentchat.core.heavy``) on a pool of their own (AGENTCHAT_DB_HEAVY_THREADS), so that they
 never hold the threads the short ones need; ``call_on_loop`` lets that work leave a callback

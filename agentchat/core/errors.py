@@ -7,7 +7,7 @@ code can be found by grep; raising an undeclared code is a programming error
 (``UndeclaredErrorCode``), and a test scans the sources for literal codes that are not declared.
 
 Every surface turns an error into its answer through ``error_render``: the DRF exception
-handler, the API lane, the 404/500 handlers, the wait consumer, websocket error frames and
+handler, the API lane, the 404/500 handlers, the wait endpoint, websocket error frames and
 management commands (``error_command``); the coming CLI, MCP server and SSE endpoints will too.
 
 Exit families are the reference CLI's (REFERENCE-CLI §5): 1 for plain errors (every

@@ -4,7 +4,7 @@ the client a page it did not ask for).
 
 DRF views declare theirs with ``@query_parameters(...)`` on the method: the same
 ``OpenApiParameter`` objects go to the OpenAPI document and to the check, so the schema and the
-server cannot disagree, and declaring one more parameter is one line. The ASGI consumers (wait,
+server cannot disagree, and declaring one more parameter is one line. The ASGI endpoints (wait,
 websockets), which bypass DRF, call ``query_check`` with their own names; DRF's answer to
 OPTIONS (``QueryCheckedMetadata``, the REST framework's metadata class) takes none.
 """

@@ -1,5 +1,6 @@
 """The OpenAPI document: the bearer scheme, the error responses of every operation, the
-constraints of every field, and the wait long-poll (served by a consumer, so DRF cannot see it).
+constraints of every field, and the wait long-poll (served by a live endpoint, so DRF cannot see
+it).
 
 **Errors.** An operation declares the codes it raises beyond those every operation can answer
 (``raises("TASK_NOT_FOUND", …)`` as its ``extend_schema(extensions=...)``; the hand-written wait

@@ -1,4 +1,4 @@
-"""Authentication and origin checks for ASGI consumers, which bypass DRF."""
+"""Authentication and origin checks for ASGI endpoints, which bypass DRF."""
 
 from __future__ import annotations
 

@@ -38,13 +38,13 @@ from channels_app.selectors import (
     channel_after_check,
     channel_get,
     channel_list,
+    cursor_get,
     message_last_by_channel,
     message_list_among,
     message_list_before,
     message_peek,
-    unread_count,
+    message_unread_count,
 )
-from channels_app.services import cursor_get
 from locks_app.selectors import lock_id_check, lock_page
 from tasks_app.selectors import task_after_check, task_page
 
@@ -202,7 +202,7 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
             "messages": shown,
             "first_unread": first_unread,
             "cursor": cursor,
-            "unread": unread_count(channel=channel, agent=agent, cursor=cursor),
+            "unread": message_unread_count(channel=channel, agent=agent, cursor=cursor),
             "highest": messages[-1].seq if messages else 0,
             "older": messages[0].seq if messages and messages[0].seq > 1 else None,
             "live": before is None,

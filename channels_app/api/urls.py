@@ -10,8 +10,8 @@ urlpatterns = [
     path(
         "channels/<str:name>/messages/", views.MessageListPostApi.as_view(), name="channel-messages"
     ),
-    path("channels/<str:name>/read/", views.ReadApi.as_view(), name="channel-read"),
-    path("channels/<str:name>/ack/", views.AckApi.as_view(), name="channel-ack"),
+    path("channels/<str:name>/read/", views.MessageReadApi.as_view(), name="channel-read"),
+    path("channels/<str:name>/ack/", views.CursorAckApi.as_view(), name="channel-ack"),
     path("channels/<str:name>/events/", views.EventListPostApi.as_view(), name="channel-events"),
     path("channels/<str:name>/presence/", views.PresenceApi.as_view(), name="channel-presence"),
     path(

@@ -118,10 +118,12 @@ class ChannelDetailApi(APIView):
     @query_parameters()
     def get(self, request: AgentRequest, name: str) -> Response:
         channel = selectors.channel_get(name, viewer=request.user.name)
-        cursor = services.cursor_get(agent=request.user, channel=channel)
+        cursor = selectors.cursor_get(agent=request.user, channel=channel)
         data = records.channel_to_dict(channel)
         data["cursor"] = cursor
-        data["unread"] = selectors.unread_count(channel=channel, agent=request.user, cursor=cursor)
+        data["unread"] = selectors.message_unread_count(
+            channel=channel, agent=request.user, cursor=cursor
+        )
         return Response(data)
 
     @extend_schema(
@@ -187,7 +189,7 @@ class MessageListPostApi(APIView):
         page = selectors.message_peek(
             channel=channel, after=after, limit=limit, max_bytes=settings.AGENTCHAT_READ_MAX_BYTES
         )
-        cursor = services.cursor_get(agent=request.user, channel=channel)
+        cursor = selectors.cursor_get(agent=request.user, channel=channel)
         # Each message's JSON as made once (message_json), assembled as the read's page is.
         body = b"".join(
             (
@@ -236,7 +238,7 @@ class MessageListPostApi(APIView):
         )
 
 
-class ReadApi(APIView):
+class MessageReadApi(APIView):
     answer_is_delivery = True  # the lane tells it when its client leaves (request_abandoned)
 
     @extend_schema(
@@ -270,14 +272,14 @@ class ReadApi(APIView):
             request, maximum=selectors.READ_LIMIT_MAX, default=selectors.READ_LIMIT_MAX
         )
         channel = selectors.channel_get(name, viewer=request.user.name)
-        page = services.messages_read(
+        page = services.message_read(
             channel=channel, agent=request.user, limit=limit, abandoned=request_abandoned(request)
         )
         # The messages were rendered before the cursor moved; the body only assembles them.
         return HttpResponse(services.read_page_body(page), content_type="application/json")
 
 
-class AckApi(APIView):
+class CursorAckApi(APIView):
     @extend_schema(
         operation_id="channels_ack",
         extensions=raises("UNKNOWN_FIELD", "INVALID_TYPE", "INVALID_SEQ"),

@@ -177,8 +177,7 @@ class _TaskActionApi(APIView):
     def arguments(self, data: dict[str, Any]) -> dict[str, Any]:
         return data
 
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+    def act(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = self.body.validate_input(request.data)
         task = self.service(
             channel=channel_get(name, viewer=request.user.name),
@@ -189,102 +188,128 @@ class _TaskActionApi(APIView):
         return _task_response(task)
 
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_claim",
-    summary="Claim a ready task under a lease (posts lease.claimed)",
-    request=s.LeaseDurationInput,
-    responses=s.TaskOutput,
-    extensions=raises(
-        *LEASE_INPUT,
-        *TASK,
-        "LEASE_INVALID_DURATION",
-        "LEASE_CONFLICT",
-        "LEASE_RECOVERY_REQUIRED",
-        "TASK_INVALID_TRANSITION",
-        "TASK_DEPENDENCY_NOT_READY",
-    ),
-)
 class TaskClaimApi(_TaskActionApi):
     body = s.LeaseDurationInput
     service = staticmethod(services.lease_claim)
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_claim",
+        summary="Claim a ready task under a lease (posts lease.claimed)",
+        request=s.LeaseDurationInput,
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT,
+            *TASK,
+            "LEASE_INVALID_DURATION",
+            "LEASE_CONFLICT",
+            "LEASE_RECOVERY_REQUIRED",
+            "TASK_INVALID_TRANSITION",
+            "TASK_DEPENDENCY_NOT_READY",
+        ),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_renew",
-    summary="Renew the caller's unexpired lease (posts lease.renewed)",
-    request=s.LeaseDurationInput,
-    responses=s.TaskOutput,
-    extensions=raises(*LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"),
-)
+
 class TaskRenewApi(_TaskActionApi):
     body = s.LeaseDurationInput
     service = staticmethod(services.lease_renew)
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_renew",
+        summary="Renew the caller's unexpired lease (posts lease.renewed)",
+        request=s.LeaseDurationInput,
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
+        ),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_done",
-    summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
-    "in_progress -> done (task.updated, lease_fallback complete)",
-    request=s.LeaseEmptyInput,
-    responses=s.TaskOutput,
-    extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
-)
+
 class TaskDoneApi(_TaskActionApi):
     body = s.LeaseEmptyInput
     service = staticmethod(services.lease_complete)
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_done",
+        summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
+        "in_progress -> done (task.updated, lease_fallback complete)",
+        request=s.LeaseEmptyInput,
+        responses=s.TaskOutput,
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_block",
-    summary="Block a task (posts task.updated); a leased task cannot be blocked",
-    request=s.TaskBlockInput,
-    responses=s.TaskOutput,
-    extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
-)
+
 class TaskBlockApi(_TaskActionApi):
     body = s.TaskBlockInput
     service = staticmethod(services.task_block)
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_block",
+        summary="Block a task (posts task.updated); a leased task cannot be blocked",
+        request=s.TaskBlockInput,
+        responses=s.TaskOutput,
+        extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_release",
-    summary="Release a task to open: clears the caller's lease (lease.released), or a "
-    "plain transition (task.updated, lease_fallback release)",
-    request=s.LeaseEmptyInput,
-    responses=s.TaskOutput,
-    extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
-)
+
 class TaskReleaseApi(_TaskActionApi):
     body = s.LeaseEmptyInput
     service = staticmethod(services.lease_release)
 
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_release",
+        summary="Release a task to open: clears the caller's lease (lease.released), or a "
+        "plain transition (task.updated, lease_fallback release)",
+        request=s.LeaseEmptyInput,
+        responses=s.TaskOutput,
+        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
-@extend_schema(
-    tags=TAG,
-    operation_id="task_recover",
-    summary="Recover an expired lease: the caller becomes the owner (posts lease.recovered)",
-    request=s.LeaseRecoverInput,
-    responses=s.TaskOutput,
-    extensions=raises(
-        *LEASE_INPUT,
-        *TASK,
-        "LEASE_INVALID_REASON",
-        "LEASE_INVALID_DURATION",
-        "LEASE_INVALID_OWNER",
-        "LEASE_NOT_FOUND",
-        "LEASE_NOT_EXPIRED",
-        "TASK_INVALID_TRANSITION",
-        "TASK_DEPENDENCY_NOT_READY",
-    ),
-)
+
 class TaskRecoverApi(_TaskActionApi):
     body = s.LeaseRecoverInput
     service = staticmethod(services.lease_recover)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_recover",
+        summary="Recover an expired lease: the caller becomes the owner (posts lease.recovered)",
+        request=s.LeaseRecoverInput,
+        responses=s.TaskOutput,
+        extensions=raises(
+            *LEASE_INPUT,
+            *TASK,
+            "LEASE_INVALID_REASON",
+            "LEASE_INVALID_DURATION",
+            "LEASE_INVALID_OWNER",
+            "LEASE_NOT_FOUND",
+            "LEASE_NOT_EXPIRED",
+            "TASK_INVALID_TRANSITION",
+            "TASK_DEPENDENCY_NOT_READY",
+        ),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        return self.act(request, name, task_id)
 
     def arguments(self, data: dict[str, Any]) -> dict[str, Any]:
         return {"reason": data.pop("reason", None), **data}  # the service judges a missing one

@@ -120,7 +120,7 @@ def task_record_parse(data: Any, *, channel: str, stem: str, source: str) -> Tas
     TASK_PATH_OUTSIDE_WORKSPACE, TASK_INVALID_ACCEPTANCE, TASK_INVALID_TIMESTAMP,
     TASK_INVALID_BRANCH, FIELD_TOO_LARGE."""
     _keys_check(data, TASK_FIELDS, TASK_FIELDS, "task")
-    task_id = selectors.check_task_id(data["id"])
+    task_id = selectors.task_id_check(data["id"])
     if task_id != stem:
         raise AppError(
             "TASK_RECORD_ID_MISMATCH",

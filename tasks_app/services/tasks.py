@@ -62,7 +62,7 @@ def task_create(
     FIELD_TOO_LARGE, TASK_ALREADY_EXISTS (ids are unique case-insensitively),
     TASK_UNKNOWN_DEPENDENCY, TASK_DEPENDENCY_CYCLE (a task depending on itself).
     """
-    task_id = selectors.check_task_id(task_id)
+    task_id = selectors.task_id_check(task_id)
     if task_id.lower() in RESERVED_TASK_IDS:
         raise AppError(
             "TASK_INVALID_ID", f"{task_id!r} is reserved", detail={"field": "id", "value": task_id}

@@ -107,7 +107,7 @@ def depends_on_check(value: object) -> list[str]:
     result: list[str] = []
     seen: set[str] = set()
     for item in _list_check(value, "depends_on", "TASK_INVALID_DEPENDS_ON"):
-        dependency = selectors.check_task_id(
+        dependency = selectors.task_id_check(
             item, field="dependency", code="TASK_INVALID_DEPENDENCY_ID"
         )
         if dependency in seen:

@@ -13,7 +13,7 @@ class CountedReads:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.names: list[str] = []
-        real = live.messages_read
+        real = live.message_read
 
         def counting(**kwargs):
             try:
@@ -21,7 +21,7 @@ class CountedReads:
             finally:
                 self.names.append(kwargs["agent"].name)
 
-        monkeypatch.setattr(live, "messages_read", counting)
+        monkeypatch.setattr(live, "message_read", counting)
 
     async def parked(self, waits: int = 1) -> None:
         """The first read of ``waits`` waits has returned: each subscribed before it, so

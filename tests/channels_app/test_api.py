@@ -372,7 +372,7 @@ def test_peek_accepts_limit_1000(alice, bob, review):
     bob.post("/api/v1/channels/review/ack/", {"seq": 7}, format="json")
     r = bob.get("/api/v1/channels/review/messages/?limit=1000")
     assert r.status_code == 200, r.content
-    assert r.json() == {"messages": posted, "cursor": 7}
+    assert r.json() == {"messages": posted, "cursor": 7, "more": False}
 
 
 def test_ack_moves_cursor_without_reading(alice, bob, review):

@@ -21,13 +21,13 @@ from agentchat.asgi import application
 from agentchat.core import db as core_db
 from channels_app import live, services
 from channels_app.models import Cursor
+from channels_app.selectors import cursor_get
 from channels_app.services import (
     CursorMove,
     channel_create,
-    cursor_get,
     cursors_compare_and_set,
     message_post,
-    messages_read,
+    message_read,
 )
 from tests.conftest import auth, in_thread
 from tests.signals import until, wait_until
@@ -66,7 +66,7 @@ def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
     # the writer runs one read at a time and this passes by construction. .ci/run runs both.
     channel, bob, _ = backlog
     first_inside, second_started, second_done = (threading.Event() for _ in range(3))
-    real_page = services.message_page
+    real_page = services.cursors.message_page
 
     def page(**kwargs):
         result = real_page(**kwargs)
@@ -80,7 +80,7 @@ def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
             )
         return result
 
-    monkeypatch.setattr(services, "message_page", page)
+    monkeypatch.setattr(services.cursors, "message_page", page)
     results: dict[str, list[int]] = {}
 
     def read(name: str, limit: int) -> None:
@@ -89,7 +89,7 @@ def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
             if name == "second":
                 first_inside.wait(10)
                 second_started.set()
-            page_ = messages_read(channel=channel, agent=bob, limit=limit)
+            page_ = message_read(channel=channel, agent=bob, limit=limit)
             results[name] = [int(part.split(b'"seq":')[1].split(b",")[0]) for part in page_.parts]
         finally:
             if name == "second":
@@ -142,8 +142,8 @@ def test_many_concurrent_reads_over_http_deliver_every_message_exactly_once(live
 def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, monkeypatch):
     channel, bob, bob_token = backlog
     inside, proceed, finished = threading.Event(), threading.Event(), threading.Event()
-    real_page = services.message_page
-    real_read = live.messages_read
+    real_page = services.cursors.message_page
+    real_read = live.message_read
 
     def page(**kwargs):
         result = real_page(**kwargs)
@@ -157,8 +157,8 @@ def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
         finally:
             finished.set()
 
-    monkeypatch.setattr(services, "message_page", page)
-    monkeypatch.setattr(live, "messages_read", read)
+    monkeypatch.setattr(services.cursors, "message_page", page)
+    monkeypatch.setattr(live, "message_read", read)
 
     async def scenario() -> list[dict]:
         client = Client(
@@ -176,15 +176,15 @@ def test_a_wait_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     sent = asyncio.run(scenario())
     assert sent == []
     assert cursor_get(agent=bob, channel=channel) == 0  # before the fix: 20, never sent
-    monkeypatch.setattr(services, "message_page", real_page)
-    assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
+    monkeypatch.setattr(services.cursors, "message_page", real_page)
+    assert len(message_read(channel=channel, agent=bob).parts) == 20  # delivered later
 
 
 def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, monkeypatch):
     channel, bob, bob_token = backlog
     inside, proceed, finished = threading.Event(), threading.Event(), threading.Event()
-    real_page = services.message_page
-    real_read = services.messages_read
+    real_page = services.cursors.message_page
+    real_read = services.message_read
 
     def page(**kwargs):
         result = real_page(**kwargs)
@@ -201,8 +201,8 @@ def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
         finally:
             finished.set()
 
-    monkeypatch.setattr(services, "message_page", page)
-    monkeypatch.setattr(services, "messages_read", read)
+    monkeypatch.setattr(services.cursors, "message_page", page)
+    monkeypatch.setattr(services, "message_read", read)
 
     async def scenario() -> list[dict]:
         client = Client(
@@ -221,8 +221,8 @@ def test_a_read_whose_client_leaves_during_its_commit_moves_nothing(backlog, mon
     sent = asyncio.run(scenario())
     assert sent == []  # no one to answer
     assert cursor_get(agent=bob, channel=channel) == 0  # before the fix: 20, never sent
-    monkeypatch.setattr(services, "message_page", real_page)
-    assert len(messages_read(channel=channel, agent=bob).parts) == 20  # delivered later
+    monkeypatch.setattr(services.cursors, "message_page", real_page)
+    assert len(message_read(channel=channel, agent=bob).parts) == 20  # delivered later
 
 
 class Client:
@@ -294,7 +294,7 @@ def test_a_ring_move_whose_client_left_before_the_commit_is_put_back(backlog, ma
 
 def test_a_wait_answers_before_it_leaves_the_layer(backlog, counted_reads, monkeypatch):
     """The review's case: a wait whose cursor moved still left its group and freed its inbox
-    (round trips on Redis) before the consumer sent the answer; a client that left meanwhile
+    (round trips on Redis) before the live endpoint sent the answer; a client that left meanwhile
     lost the message. Now the answer goes out first."""
     channel, bob, bob_token = backlog
     Cursor.objects.create(agent=bob, channel=channel, seq=20)  # parks: nothing new for bob

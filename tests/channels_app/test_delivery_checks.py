@@ -86,7 +86,9 @@ def test_a_message_read_from_the_database_is_not_delivered_after_a_revocation(
     # A message too big to ride on its ring is read from the database: that read checks too.
     from channels_app import services
 
-    monkeypatch.setattr(services, "PUSH_INLINE_LIMIT", 0)  # every message is "too big"
+    monkeypatch.setattr(services, "PUSH_INLINE_LIMIT", 0)
+    monkeypatch.setattr(services.limits, "PUSH_INLINE_LIMIT", 0)
+    monkeypatch.setattr(services.messages, "PUSH_INLINE_LIMIT", 0)  # every message is "too big"
     make_agent("alice")
     bob, raw = make_agent("bob")
     channel = channel_create(name="rv", created_by="alice")

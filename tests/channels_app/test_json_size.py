@@ -14,7 +14,7 @@ from channels_app import selectors
 from channels_app.models import Message
 from channels_app.records import message_json
 from channels_app.selectors import messages_after_within
-from channels_app.services import PUSH_INLINE_LIMIT, channel_create, message_post, messages_read
+from channels_app.services import PUSH_INLINE_LIMIT, channel_create, message_post, message_read
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_a_read_loads_past_its_first_batch_only_what_it_can_send(channel, make_a
         return result
 
     monkeypatch.setattr(selectors, "_attach", counting)
-    page = messages_read(channel=channel, agent=bob, max_bytes=256 * 1024)
+    page = message_read(channel=channel, agent=bob, max_bytes=256 * 1024)
     assert (len(page.parts), page.more) == (selectors.PAGE_BATCH + 5, True)  # 5 x 50 KB
     assert sum(loaded) <= len(page.parts) + 1  # before: the 40 big ones too
 
@@ -74,7 +74,18 @@ def test_only_a_small_message_rides_its_ring(channel, monkeypatch):
     from channels_app import services
 
     events = []
-    monkeypatch.setattr(services, "push_on_commit", lambda group, event: events.append(event))
+    monkeypatch.setattr(
+        services.channels, "push_on_commit", lambda group, event: events.append(event)
+    )
+    monkeypatch.setattr(
+        services.claims, "push_on_commit", lambda group, event: events.append(event)
+    )
+    monkeypatch.setattr(
+        services.imports, "push_on_commit", lambda group, event: events.append(event)
+    )
+    monkeypatch.setattr(
+        services.messages, "push_on_commit", lambda group, event: events.append(event)
+    )
     message_post(channel=channel, sender="alice", title="small")
     message_post(
         channel=channel, sender="alice", title="meta", metadata={"k": "x" * PUSH_INLINE_LIMIT}

@@ -26,13 +26,16 @@ class Rings:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.lost = True
-        real = services.push_on_commit
+        real = services.channels.push_on_commit
 
         def maybe(group, event):
             if not self.lost:
                 real(group, event)
 
-        monkeypatch.setattr(services, "push_on_commit", maybe)
+        monkeypatch.setattr(services.channels, "push_on_commit", maybe)
+        monkeypatch.setattr(services.claims, "push_on_commit", maybe)
+        monkeypatch.setattr(services.imports, "push_on_commit", maybe)
+        monkeypatch.setattr(services.messages, "push_on_commit", maybe)
 
 
 @pytest.fixture

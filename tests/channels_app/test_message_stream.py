@@ -1,5 +1,5 @@
 """``live.message_stream``: the stream's plain async interface, without ASGI (issue 9, item 2).
-The websocket consumer and the SSE endpoints to come are thin layers over it."""
+The websocket endpoint and the SSE endpoints to come are thin layers over it."""
 
 from __future__ import annotations
 

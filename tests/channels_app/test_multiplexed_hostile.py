@@ -11,7 +11,7 @@ import struct
 
 import websockets
 
-from channels_app.consumers import CLIENT_FRAME_BURST
+from channels_app.endpoints.shared import CLIENT_FRAME_BURST
 from tests.conftest import ServerProcess
 
 BURST = CLIENT_FRAME_BURST - 8  # frames sent at once, within the budget's burst

@@ -18,7 +18,7 @@ from agentchat.asgi import application
 from agentchat.core.layer import channels_held
 from agentchat.core.models import ApiToken
 from agentchat.core.services import token_revoke
-from channels_app import consumers
+from channels_app import endpoints
 from channels_app.services import channel_create, channel_group, channel_update, message_post
 from tests.conftest import auth, in_thread
 from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)
@@ -185,7 +185,7 @@ def test_a_revocation_closes_the_whole_connection_with_4401(world, settings):
         return closed, subscribers(channel_group(one.pk))
 
     closed, subscribed = asyncio.run(scenario())
-    assert closed == {"type": "websocket.close", "code": consumers.REVOKED_CLOSE_CODE}
+    assert closed == {"type": "websocket.close", "code": endpoints.shared.REVOKED_CLOSE_CODE}
     assert subscribed == 0
 
 
@@ -294,8 +294,8 @@ def test_subscriptions_are_capped_per_connection(world, settings, make_agent):
 
 @pytest.mark.django_db(transaction=True)
 def test_subscribe_churn_is_bounded_by_the_frame_budget(world, monkeypatch):
-    monkeypatch.setattr(consumers, "CLIENT_FRAME_BURST", 10)
-    monkeypatch.setattr(consumers, "CLIENT_FRAMES_PER_SECOND", 0.001)
+    monkeypatch.setattr(endpoints.shared, "CLIENT_FRAME_BURST", 10)
+    monkeypatch.setattr(endpoints.shared, "CLIENT_FRAMES_PER_SECOND", 0.001)
     token, one, _ = world
 
     async def scenario():
@@ -316,7 +316,7 @@ def test_subscribe_churn_is_bounded_by_the_frame_budget(world, monkeypatch):
     assert done == ["subscribed", "unsubscribed"] * 5
     assert {a["error"]["code"] for a in answers[10:]} == {"STREAM_TOO_MANY_FRAMES"}
     assert held == 0  # the last subscribe within the budget was undone
-    assert close == {"type": "websocket.close", "code": consumers.FLOODING_CLOSE_CODE}
+    assert close == {"type": "websocket.close", "code": endpoints.shared.FLOODING_CLOSE_CODE}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -403,7 +403,7 @@ def test_a_connection_that_stays_full_is_closed_with_4408(world, monkeypatch, se
         return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
-    assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}
+    assert close == {"type": "websocket.close", "code": endpoints.shared.TOO_SLOW_CLOSE_CODE}
     assert len(StuckWindow.instances) == 1 and StuckWindow.instances[0].closed
     messages = [f for f in frames if f["type"] == "message"]
     # Each stream sends one frame more at most, then waits for room with the other.
@@ -438,7 +438,7 @@ def test_many_streams_share_one_gate_the_connection_holds_one_frame_beyond(
         return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
-    assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}
+    assert close == {"type": "websocket.close", "code": endpoints.shared.TOO_SLOW_CLOSE_CODE}
     assert [f["type"] for f in frames] == ["message"]
 
 
@@ -456,13 +456,13 @@ def test_a_full_connection_takes_no_more_frames_and_is_closed_as_too_slow(
     stuck_windows(monkeypatch)
     monkeypatch.setattr(StuckWindow, "full", property(lambda self: True))
     taken: list[str] = []
-    real_parse = consumers._command_parse
+    real_parse = endpoints.multiplex._command_parse
 
     def parse(message):
         taken.append(message.get("text"))
         return real_parse(message)
 
-    monkeypatch.setattr(consumers, "_command_parse", parse)
+    monkeypatch.setattr(endpoints.multiplex, "_command_parse", parse)
 
     async def scenario():
         client = await connect(token)
@@ -475,7 +475,7 @@ def test_a_full_connection_takes_no_more_frames_and_is_closed_as_too_slow(
 
     assert asyncio.run(scenario()) == {
         "type": "websocket.close",
-        "code": consumers.TOO_SLOW_CLOSE_CODE,
+        "code": endpoints.shared.TOO_SLOW_CLOSE_CODE,
     }
     assert taken == []
 
@@ -531,7 +531,7 @@ def test_a_frame_flood_is_closed_with_4429_and_others_are_served(
         # Closed by the server (the code itself, 4429, is checked through the communicator in
         # test_subscribe_churn_is_bounded_by_the_frame_budget): a client busy sending may
         # not read the close frame before the connection drops, then it sees 1006.
-        assert out.strip() in {str(consumers.FLOODING_CLOSE_CODE), "1006"}
+        assert out.strip() in {str(endpoints.shared.FLOODING_CLOSE_CODE), "1006"}
 
         async def probe():
             async with websockets.connect(

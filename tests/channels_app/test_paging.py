@@ -16,7 +16,8 @@ from agentchat.core.models import Agent
 from channels_app import live
 from channels_app.models import Cursor
 from channels_app.records import message_json
-from channels_app.services import channel_create, cursor_get, message_post, messages_read
+from channels_app.selectors import cursor_get
+from channels_app.services import channel_create, message_post, message_read
 from tests.conftest import auth
 
 
@@ -133,7 +134,7 @@ def test_random_pages_deliver_every_relevant_message_once(db, make_agent):
         limit, budget = rng.randint(1, 6), rng.choice([1, 600, 4000, 10**6])
         seen, before = [], -1
         while True:
-            page = messages_read(channel=channel, agent=bob, limit=limit, max_bytes=budget)
+            page = message_read(channel=channel, agent=bob, limit=limit, max_bytes=budget)
             delivered = [json.loads(part)["title"] for part in page.parts]
             assert len(delivered) <= limit
             assert page.cursor >= before  # the cursor never goes back
@@ -235,14 +236,14 @@ def test_a_page_loads_only_the_rows_it_can_send(db, make_agent, monkeypatch):
     few = channel_create(name="few", created_by="alice")
     for i in range(10):
         message_post(channel=few, sender="alice", title=f"f{i}")
-    page = messages_read(channel=few, agent=bob)
+    page = message_read(channel=few, agent=bob)
     assert (len(page.parts), page.more, loaded) == (10, False, [10])  # the usual: one query
     loaded.clear()
-    page = messages_read(channel=big, agent=bob, max_bytes=1024 * 1024)
+    page = message_read(channel=big, agent=bob, max_bytes=1024 * 1024)
     assert (len(page.parts), page.more) == (10, True)  # 10 x ~100 KB in 1 MiB
     assert sum(loaded) <= selectors.PAGE_BATCH  # not the 60 rows (6 MB) of the backlog
     loaded.clear()
-    page = messages_read(channel=small, agent=bob)
+    page = message_read(channel=small, agent=bob)
     assert (len(page.parts), page.more, page.cursor) == (1000, True, 1000)
     assert sum(loaded) <= 1000 + selectors.PAGE_BATCH
     assert len(loaded) <= 8  # a few queries, not one per 16 rows

@@ -13,7 +13,8 @@ from django.db import connection
 
 from channels_app import live
 from channels_app.models import Cursor, Message
-from channels_app.services import channel_create, cursor_get, message_post
+from channels_app.selectors import cursor_get
+from channels_app.services import channel_create, message_post
 from tests.conftest import ServerProcess, auth
 
 

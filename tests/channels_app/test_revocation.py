@@ -24,7 +24,8 @@ from agentchat.core.models import ApiToken
 from agentchat.core.services import token_revoke
 from channels_app import live
 from channels_app.models import Cursor
-from channels_app.services import channel_create, channel_group, cursor_get, message_post
+from channels_app.selectors import cursor_get
+from channels_app.services import channel_create, channel_group, message_post
 from tests.channels_app.test_processes import redis_group_channel
 from tests.conftest import (
     ServerProcess,

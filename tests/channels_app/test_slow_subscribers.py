@@ -15,7 +15,7 @@ import websockets
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
-from channels_app import consumers, live
+from channels_app import endpoints, live
 from channels_app.models import Channel
 from channels_app.services import channel_create, message_post
 from tests.conftest import ServerProcess
@@ -52,7 +52,9 @@ def stuck_windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Connections get a StuckWindow that counts the message frames sent; returns the list
     that records the size of every batch the streams read."""
     StuckWindow.instances.clear()
-    monkeypatch.setattr(consumers, "SendWindow", StuckWindow)
+    monkeypatch.setattr(endpoints.multiplex, "SendWindow", StuckWindow)
+    monkeypatch.setattr(endpoints.shared, "SendWindow", StuckWindow)
+    monkeypatch.setattr(endpoints.stream, "SendWindow", StuckWindow)
     fetched: list[int] = []
     real_after = live.messages_after_visible
 
@@ -62,13 +64,13 @@ def stuck_windows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return rows
 
     monkeypatch.setattr(live, "messages_after_visible", counting_after)
-    real_frame = consumers._frame
+    real_frame = endpoints.shared._frame
 
     def frame(message, **named):
         StuckWindow.instances[-1].sent += 1
         return real_frame(message, **named)
 
-    monkeypatch.setattr(consumers, "_frame", frame)
+    monkeypatch.setattr(endpoints.shared, "_frame", frame)
     return fetched
 
 
@@ -93,7 +95,7 @@ def test_a_stream_stops_reading_the_backlog_while_the_client_is_full_then_closes
         return await frames_until_close(client)
 
     frames, close = asyncio.run(scenario())
-    assert close == {"type": "websocket.close", "code": consumers.TOO_SLOW_CLOSE_CODE}
+    assert close == {"type": "websocket.close", "code": endpoints.shared.TOO_SLOW_CLOSE_CODE}
     assert [f["message"]["seq"] for f in frames] == [1, 2, 3]
     assert sum(fetched) <= live.STREAM_BATCH  # one batch read, not the 200-message backlog
     assert StuckWindow.instances[-1].closed

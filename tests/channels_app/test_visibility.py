@@ -387,6 +387,7 @@ def test_the_change_and_its_audit_commit_together(alice, monkeypatch):
         raise RuntimeError("audit store down")
 
     monkeypatch.setattr(services, "audit_post", fail)
+    monkeypatch.setattr(services.channels, "audit_post", fail)
     with pytest.raises(RuntimeError):
         services.channel_update(
             channel=channel_get("room", viewer="alice"), actor="alice", topic="new"
@@ -432,8 +433,8 @@ def test_a_read_or_ack_of_a_stale_lookup_is_refused_after_removal(alice, bob, ma
     patch(alice, "pair", members=["alice"])
     before = snapshot()
     for attempt in (
-        lambda: services.messages_read(channel=looked_up, agent=bob_agent),
-        lambda: services.messages_read(channel=looked_up, agent=bob_agent, advance_if_empty=False),
+        lambda: services.message_read(channel=looked_up, agent=bob_agent),
+        lambda: services.message_read(channel=looked_up, agent=bob_agent, advance_if_empty=False),
         lambda: services.cursor_ack(channel=looked_up, agent=bob_agent),
     ):
         with pytest.raises(AppError) as info:

@@ -25,9 +25,10 @@ from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
 from agentchat.core.errors import AppError
-from channels_app import consumers, live, services
+from channels_app import endpoints, live, services
 from channels_app.models import Channel, Cursor, Message
-from channels_app.services import channel_create, channel_update, cursor_get, message_post
+from channels_app.selectors import cursor_get
+from channels_app.services import channel_create, channel_update, message_post
 from tests.channels_app.test_processes import redis_group_channel, redis_subscribed
 from tests.conftest import (
     ServerProcess,
@@ -158,7 +159,7 @@ def test_open_websockets_of_those_who_lose_sight_are_closed_and_get_nothing_more
             "detail": {"name": "room"},
         },
     }
-    assert carol_code == consumers.ACCESS_LOST_CLOSE_CODE == 4404
+    assert carol_code == endpoints.shared.ACCESS_LOST_CLOSE_CODE == 4404
     assert [f["message"]["title"] for f in bob] == ["before", "channel.updated room", "after"]
     assert bob_frames == [carol_frames[-1]]  # not even the audit of his own removal
     assert bob_code == 4404
@@ -251,7 +252,7 @@ def wait_answer(result: Any) -> dict[str, Any]:
 def reads(monkeypatch) -> list[str]:
     """The names of the waits' completed database reads ("!" + name for a refused one)."""
     done: list[str] = []
-    real = WAIT_MODULE.messages_read
+    real = WAIT_MODULE.message_read
 
     def counting(**kwargs):
         try:
@@ -262,7 +263,7 @@ def reads(monkeypatch) -> list[str]:
         done.append(kwargs["agent"].name)
         return result
 
-    monkeypatch.setattr(WAIT_MODULE, "messages_read", counting)
+    monkeypatch.setattr(WAIT_MODULE, "message_read", counting)
     return done
 
 
@@ -325,7 +326,10 @@ def test_a_parked_wait_gets_a_change_that_leaves_it_a_member(pair, reads, change
 
 @pytest.fixture
 def rings_lost(monkeypatch):
-    monkeypatch.setattr(services, "push_on_commit", lambda group, event: None)
+    monkeypatch.setattr(services.channels, "push_on_commit", lambda group, event: None)
+    monkeypatch.setattr(services.claims, "push_on_commit", lambda group, event: None)
+    monkeypatch.setattr(services.imports, "push_on_commit", lambda group, event: None)
+    monkeypatch.setattr(services.messages, "push_on_commit", lambda group, event: None)
 
 
 @pytest.mark.django_db(transaction=True)

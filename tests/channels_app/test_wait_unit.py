@@ -14,13 +14,8 @@ from django.db import transaction
 from agentchat.core.layer import channels_held
 from agentchat.core.push import EVENT_TYPE
 from channels_app import live
-from channels_app.services import (
-    channel_create,
-    channel_group,
-    cursor_ack,
-    cursor_get,
-    message_post,
-)
+from channels_app.selectors import cursor_get
+from channels_app.services import channel_create, channel_group, cursor_ack, message_post
 from tests.conftest import in_thread
 from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)
 

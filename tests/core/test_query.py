@@ -1,7 +1,7 @@
 """One rule for query parameters: every operation of the API refuses a parameter it does not
 declare with 400 UNKNOWN_FIELD, and what it declares is what the OpenAPI document says.
 
-The routes are listed from the URL configuration (and the consumers' routing), so a new route
+The routes are listed from the URL configuration (and the live endpoints' routing), so a new route
 is covered without being named here."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from agentchat.core.schema import WAIT_PATH
 from channels_app import routing
-from channels_app.consumers import WAIT_PARAMETERS
+from channels_app.endpoints.wait import WAIT_PARAMETERS
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +79,7 @@ def test_the_routes_are_found():
     assert "api/v1/channels/<str:name>/messages/" in GET_ROUTES  # peek
     assert "api/v1/search/" in GET_ROUTES
     assert "api/v1/schema/" in GET_ROUTES
-    # the wait is a consumer, routed before Django: its route is the one the test requests
+    # the wait is a live endpoint, routed before Django: its route is the one the test requests
     assert [
         p.pattern.regex.match("api/v1/channels/qp/wait/") is not None
         for p in routing.http_urlpatterns

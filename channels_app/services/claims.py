@@ -1,0 +1,38 @@
+"""Marker claims: who claimed which marker of a channel."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from agentchat.core.db import write_atomic
+from agentchat.core.errors import AppError
+from agentchat.core.names import is_record_id
+from agentchat.core.push import push_on_commit
+from channels_app.models import Channel, MarkerClaim
+from channels_app.services.groups import ROSTER_GROUP
+
+
+@write_atomic()
+def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
+    """Exactly one agent claims a marker; the unique row decides. Raises INVALID_NAME,
+    MARKER_ALREADY_CLAIMED."""
+    if not is_record_id(marker, max_length=128):
+        raise AppError(
+            "INVALID_NAME",
+            "marker must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters",
+            detail={"field": "marker"},
+        )
+    existing = MarkerClaim.objects.filter(channel=channel, marker=marker).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                claim = MarkerClaim.objects.create(channel=channel, marker=marker, owner=owner)
+                push_on_commit(ROSTER_GROUP, {"kind": "marker.claimed", "channel": channel.pk})
+                return claim
+        except IntegrityError:
+            existing = MarkerClaim.objects.get(channel=channel, marker=marker)
+    raise AppError(
+        "MARKER_ALREADY_CLAIMED",
+        f"marker {marker!r} is already claimed by {existing.owner}",
+        detail={"marker": marker, "owner": existing.owner},
+    )
