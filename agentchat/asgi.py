@@ -18,10 +18,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
-from agentchat.core.asgi_http import target_refuse, websocket_refuse  # noqa: E402
-from agentchat.core.lane import ApiLane  # noqa: E402
-from agentchat.core.push import home_loop_set  # noqa: E402
-from agentchat.core.transport import scope_with_raw_send  # noqa: E402
+from agentchat.core.http.asgi_http import target_refuse, websocket_refuse  # noqa: E402
+from agentchat.core.http.lane import ApiLane  # noqa: E402
+from agentchat.core.live.push import home_loop_set  # noqa: E402
+from agentchat.core.live.transport import scope_with_raw_send  # noqa: E402
 from channels_app import routing as channels_routing  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -52,5 +52,5 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await target_refuse(scope, receive, send)
         return
     if scope["type"] == "websocket":
-        scope = scope_with_raw_send(scope, send)  # for flow control (agentchat.core.transport)
+        scope = scope_with_raw_send(scope, send)  # for flow control (agentchat.core.live.transport)
     await router(scope, receive, send)

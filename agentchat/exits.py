@@ -1,8 +1,8 @@
 """The command-line exit families of the error codes: the one table, for the server and the
 client alike.
 
-Pure Python, importing nothing: the server's error table (``agentchat.core.errors``) takes each
-code's exit status from ``exit_family``, and so does the client (``agentchat.client.errors``),
+Pure Python, importing nothing: the server's error table (``agentchat.core.rules.errors``) takes
+each code's exit status from ``exit_family``, and so does the client (``agentchat.client.errors``),
 which cannot import the server's table (it imports Django) and ships this module in its wheel.
 
 The families are the reference CLI's (REFERENCE-CLI §5): 1 for plain errors (every

@@ -109,7 +109,7 @@ TEMPLATES = [
 
 # --- Database ------------------------------------------------------------------------------
 # SQLite: writers queue (IMMEDIATE transactions + a long busy timeout, plus the in-process FIFO
-# writer in agentchat.core.db) instead of failing with "database is locked".
+# writer in agentchat.core.db.transactions) instead of failing with "database is locked".
 SQLITE_OPTIONS = {
     "transaction_mode": "IMMEDIATE",
     "timeout": 30,
@@ -160,7 +160,7 @@ else:
 
 # Sessions in the database, with keys checked for the shape Django makes (a hostile cookie
 # never reaches a query).
-SESSION_ENGINE = "agentchat.core.sessions"
+SESSION_ENGINE = "agentchat.core.identity.sessions"
 
 # --- Auth, i18n, static --------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -194,7 +194,7 @@ if not AGENTCHAT_STREAM_SWEEP_SECONDS > 0:  # 0 would turn every parked session 
     raise ImproperlyConfigured("AGENTCHAT_STREAM_SWEEP_SECONDS must be a number of seconds > 0")
 # A read or wait answers at most this many bytes of messages (and at least one message); the
 # rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB. A page
-# of a list (channels, tasks, locks: agentchat.core.pages) holds about as many bytes of JSON.
+# of a list (channels, tasks, locks: agentchat.core.http.pages) holds about as many bytes of JSON.
 AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(1024 * 1024)))
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
 # with 4408 (a policy close); it reconnects with ?since= and loses nothing.
@@ -217,7 +217,7 @@ AGENTCHAT_REVOCATION_CHECK_SECONDS = float(
 # one, 200 with four).
 _DEFAULT_DB_THREADS = "1" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "2"
 AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_THREADS))
-# Heavy requests (agentchat.core.heavy: state, compaction, search, lists, event reads) run on
+# Heavy requests (agentchat.core.db.heavy: state, compaction, search, lists, event reads) run on
 # threads of their own, one at a time per token (more wait, past the queue 429
 # HEAVY_REQUEST_BUSY), within a budget of database work (past it 503 WORK_BUDGET_EXCEEDED), so
 # that one agent's summaries cannot hold the threads every other agent's posts and peeks need.
@@ -246,12 +246,12 @@ AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT = int(
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["agentchat.core.auth.BearerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agentchat.core.identity.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["agentchat.core.api.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["agentchat.core.http.rest.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "agentchat.core.api.exception_handler",
-    "DEFAULT_METADATA_CLASS": "agentchat.core.query.QueryCheckedMetadata",
+    "EXCEPTION_HANDLER": "agentchat.core.http.rest.exception_handler",
+    "DEFAULT_METADATA_CLASS": "agentchat.core.http.query.QueryCheckedMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -274,10 +274,10 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     # The one choice set of clear_owner / clear_branch in a task update (only true clears), and
     # one name for the agent kinds (a message's sender_kind, GET /me/'s kind).
     "ENUM_NAME_OVERRIDES": {"ClearFlagEnum": [(True, True)], "AgentKindEnum": ["agent", "human"]},
-    # Every operation's error responses from the one error table (agentchat.core.schema).
+    # Every operation's error responses from the one error table (agentchat.core.http.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "agentchat.core.schema.error_responses_hook",
+        "agentchat.core.http.schema.error_responses_hook",
     ],
     # The schema and the docs pages are public: they describe the API, no data. A token sent
     # with them is not even looked at (a revoked one does not turn the docs into a 401).

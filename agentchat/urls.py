@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
 
 from agentchat import views
-from agentchat.core.errors import AppError, error_http_response, internal_error
-from agentchat.core.me import MeApi
-from agentchat.core.schema_views import RedocPage, SchemaApi, SwaggerPage
+from agentchat.core.http.me import MeApi
+from agentchat.core.http.schema_views import RedocPage, SchemaApi, SwaggerPage
+from agentchat.core.rules.errors import AppError, error_http_response, internal_error
 from agentchat.state import api as state_api
 
 admin.site.site_header = "AgentChat administration"

@@ -27,7 +27,7 @@ from harness import ROOT, Server, lat_summary, log, migrate, project_env, run_he
 TARGET_MS = 300.0
 SETUP = """
 from django.contrib.auth import get_user_model
-from agentchat.core.services import agent_get_or_create
+from agentchat.core.identity.services import agent_get_or_create
 from channels_app import services
 agent_get_or_create(name="filler")
 get_user_model().objects.create_user("ann", password="bench-password")

@@ -35,7 +35,7 @@ SETUP = """
 import uuid
 from django.db import connection, transaction
 from django.utils import timezone
-from agentchat.core.services import agent_get_or_create
+from agentchat.core.identity.services import agent_get_or_create
 from channels_app import services
 from channels_app.models import Channel, Message
 from channels_app.records import message_json_size

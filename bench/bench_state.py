@@ -39,7 +39,7 @@ def fill(count: int) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from agentchat.core.services import agent_get_or_create
+    from agentchat.core.identity.services import agent_get_or_create
     from channels_app.models import Channel, Message
     from channels_app.records import message_json_size
     from channels_app.services import channel_create

@@ -40,7 +40,7 @@ for i in range(int(sys.argv[2])):
 MAKE_CHANNEL = r"""
 import django, sys
 django.setup()
-from agentchat.core.services import agent_get_or_create
+from agentchat.core.identity.services import agent_get_or_create
 from channels_app.services import channel_create
 agent_get_or_create(name="alice")
 channel_create(name=sys.argv[1], created_by="alice", topic="bench")

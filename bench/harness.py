@@ -183,7 +183,7 @@ def django_helper(spec: dict[str, Any]) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from agentchat.core.services import agent_get_or_create, token_create
+    from agentchat.core.identity.services import agent_get_or_create, token_create
     from channels_app.models import Channel, Message
     from channels_app.records import message_json_size
 

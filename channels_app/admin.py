@@ -16,9 +16,9 @@ from django.db import transaction
 from django.http import HttpRequest
 
 from agentchat.core.admin_actions import ReadOnly
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_channel_name
-from agentchat.core.services import admin_actor
+from agentchat.core.identity.services import admin_actor
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_channel_name
 from channels_app import services
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
 

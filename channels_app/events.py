@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "agent-chat-event.schema.json"
 SCHEMA_VERSION = 1

@@ -31,17 +31,17 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agentchat.core.db import run_db
-from agentchat.core.errors import AppError
-from agentchat.core.layer import inbox_close
-from agentchat.core.push import EVENT_TYPE
-from agentchat.core.revocation import (
+from agentchat.core.db.transactions import run_db
+from agentchat.core.identity.revocation import (
     Credential,
     credential_live,
     credential_watch,
     credentials_gone,
     token_watch,
 )
+from agentchat.core.live.layer import inbox_close
+from agentchat.core.live.push import EVENT_TYPE
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from channels_app.records import message_dict_json, message_to_dict
 from channels_app.selectors import (

@@ -55,7 +55,7 @@ class Channel(models.Model):
     )
     maintainer = models.CharField(max_length=64, blank=True)
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
-    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:

@@ -12,8 +12,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.encode import json_bytes
-from agentchat.core.records import ts_micros, ts_seconds, ts_spelled
+from agentchat.core.rules.encode import json_bytes
+from agentchat.core.rules.records import ts_micros, ts_seconds, ts_spelled
 from channels_app.models import Channel, Message, Presence
 
 

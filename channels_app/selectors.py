@@ -8,11 +8,11 @@ from typing import Any, NamedTuple, cast
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Lower
 
-from agentchat.core.errors import AppError
+from agentchat.core.db.rows import RowSelect
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.models import Agent
-from agentchat.core.names import CHANNEL_NAME_MAX, is_record_id
-from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
-from agentchat.core.rows import RowSelect
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id
 from channels_app import events
 from channels_app.approval_rule import APPROVAL_REQUEST
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
@@ -45,7 +45,7 @@ def channel_visible(channel: Channel, viewer: str) -> bool:
     token; a members-only one only to the names on its roster. Anything else is closed.
 
     ``viewer`` is the acting principal's name: an agent's name, or ``user:<name>`` for a staff
-    browser session without a linked agent (agentchat.core.scope), which is never on a roster
+    browser session without a linked agent (agentchat.core.http.scope), which is never on a roster
     (members are agent names, which cannot contain ':')."""
     return _visible(channel.visibility, channel.members, viewer)
 
@@ -276,7 +276,7 @@ def channel_list(
     max_bytes: int | None = None,
 ) -> ListPage:
     """A page of the channels the agent may see (after the name ``after``, by name), each with
-    its cursor and unread count (``agentchat.core.pages``). The page is planned from the
+    its cursor and unread count (``agentchat.core.http.pages``). The page is planned from the
     channels' sizes (the topic and the roster can be big), then loaded in one query: per
     channel, a count over the (channel, seq) index range after the cursor, so it costs the
     unread rows, not the channel's size."""

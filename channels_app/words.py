@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 SEARCH_QUERY_MAX = 200
 SEARCH_TERMS_MAX = 8

@@ -37,7 +37,7 @@ from typing import Any, TypeVar, cast
 from django.db import connection, transaction
 from django.db.models import Field, Q
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from locks_app.globs import (
     MAX_PATTERN_WILDCARDS,

@@ -41,8 +41,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from agentchat.core.errors import AppError
-from agentchat.core.paths import WORKSPACE, path_segments, safe_text
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.paths import WORKSPACE, path_segments, safe_text
 
 MAX_PATTERN_SEGMENT_CHARS = 128
 MAX_PATTERN_WILDCARDS = 16

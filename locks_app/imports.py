@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict, cast
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import RECORD_ID_RE, check_agent_name
-from agentchat.core.records import ts_parse
-from agentchat.core.validation import reason_check, text_problem
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
+from agentchat.core.rules.records import ts_parse
+from agentchat.core.rules.validation import reason_check, text_problem
 from locks_app.globs import WorkBudget, is_pattern, paths_overlap
 from locks_app.models import PathLockEntry
 from locks_app.paths import MAX_PATHS, PathEntry, path_normalize

@@ -27,7 +27,7 @@ class PathLock(models.Model):
     previous_expires_at = models.DateTimeField(null=True, blank=True)
     recovery_reason = models.TextField(null=True, blank=True)  # noqa: DJ001
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
-    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:

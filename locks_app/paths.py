@@ -1,6 +1,6 @@
 """Paths of path locks: validation and normalization of a request's paths. Pure functions.
 
-A lock path follows the floor's workspace path rules (``agentchat.core.paths``: separators,
+A lock path follows the floor's workspace path rules (``agentchat.core.rules.paths``: separators,
 traversal, control characters, reserved names, NFC, case folding, sizes), refused with
 PATH_LOCK_INVALID_PATH, plus the syntax and bounds of glob patterns (``locks_app.globs``).
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentchat.core.errors import AppError
-from agentchat.core.paths import (
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.paths import (
     WORKSPACE,
     casefold_stable,
     path_segments,

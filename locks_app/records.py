@@ -4,8 +4,9 @@ passed in carries its channel and its entries, as ``selectors`` loads them).
 One definition for the API and for the folder renderer of a later issue, which writes
 ``locks/<lock_id>.json`` with ``lock_file_bytes`` byte for byte as the reference does
 (REFERENCE-CLI §3.9: keys sorted, 2-space indent, ``ensure_ascii=False``, a final newline).
-Lock times are spelled with microseconds and ``+00:00`` (``agentchat.core.records.ts_micros``);
-they are the precise times now, so the microseconds are no longer always ``000000``.
+Lock times are spelled with microseconds and ``+00:00``
+(``agentchat.core.rules.records.ts_micros``); they are the precise times now, so the microseconds
+are no longer always ``000000``.
 
 Audit payloads (REFERENCE-CLI §3.13): ``path.locked`` and ``path.lock.unlocked`` carry
 ``channel, event, expires_at, lease_expires_at, lock_id, owner, paths, transaction_id,
@@ -22,7 +23,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import is_expired, ts_micros, ts_spelled
+from agentchat.core.rules.records import is_expired, ts_micros, ts_spelled
 from locks_app.models import PathLock
 
 EVENT_LOCKED = "path.locked"

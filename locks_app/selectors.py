@@ -11,11 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
 
-from agentchat.core import clock
-from agentchat.core.errors import AppError
-from agentchat.core.names import is_record_id
-from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
-from agentchat.core.paths import safe_text
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import is_record_id
+from agentchat.core.rules.paths import safe_text
 from channels_app.models import Channel
 from locks_app import records
 from locks_app.conflicts import ConflictScan
@@ -90,7 +90,7 @@ def lock_page(
     max_bytes: int | None = None,
 ) -> ListPage:
     """A page of the channel's locks (``records.lock_to_dict``), active and expired, after the
-    lock id ``after``, by lock id (``agentchat.core.pages``): expired locks stay until someone
+    lock id ``after``, by lock id (``agentchat.core.http.pages``): expired locks stay until someone
     unlocks or recovers them, so the list has no bound of its own. The sizes are sums of short
     columns, cheap to compute for a whole page: one planning query."""
     return list_page(

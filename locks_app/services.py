@@ -15,12 +15,12 @@ the duration.
 Conflicts are looked up through the anchor index and compared before the write transaction
 (``locks_app.conflicts``); inside it, only what appeared in between is compared again.
 
-Times come from the precise clock (``agentchat.core.clock``): a lock of 1 s lasts 1 s, and
-lasts at most ``AGENTCHAT_MAX_LEASE_SECONDS`` (``agentchat.core.records.duration_check``).
+Times come from the precise clock (``agentchat.core.rules.clock``): a lock of 1 s lasts 1 s, and
+lasts at most ``AGENTCHAT_MAX_LEASE_SECONDS`` (``agentchat.core.rules.records.duration_check``).
 
 Who acts and who owns are separate for the admin's actions (the brief's one convention): the
-audit message is sent by ``actor`` (``agentchat.core.services.admin_actor`` of the admin), and
-its payload adds ``"actor"`` when the actor is not the lock's new owner.
+audit message is sent by ``actor`` (``agentchat.core.identity.services.admin_actor`` of the admin),
+and its payload adds ``"actor"`` when the actor is not the lock's new owner.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from agentchat.core import clock
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_agent_name
-from agentchat.core.paths import safe_text
-from agentchat.core.records import expiry_after, is_expired
-from agentchat.core.validation import reason_check
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.paths import safe_text
+from agentchat.core.rules.records import expiry_after, is_expired
+from agentchat.core.rules.validation import reason_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
@@ -74,7 +74,7 @@ def lock_owner_check(owner: Any) -> str:
 
 
 def lock_reason_check(reason: Any) -> str:
-    """A recovery or force-release reason (``agentchat.core.validation.reason_check``).
+    """A recovery or force-release reason (``agentchat.core.rules.validation.reason_check``).
     Raises PATH_LOCK_INVALID_REASON."""
     return reason_check(reason, code="PATH_LOCK_INVALID_REASON")
 

@@ -15,7 +15,6 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
-from agentchat.core import clock
 from agentchat.core.admin_actions import (
     ReadOnly,
     ReasonForm,
@@ -24,9 +23,10 @@ from agentchat.core.admin_actions import (
     owner_exists_check,
     seen_parse,
 )
-from agentchat.core.errors import AppError
-from agentchat.core.records import is_expired
-from agentchat.core.services import admin_actor
+from agentchat.core.identity.services import admin_actor
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.records import is_expired
 from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency

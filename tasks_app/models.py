@@ -55,7 +55,7 @@ class Task(models.Model):
         max_length=16, choices=Spelling.choices, default=Spelling.SECONDS
     )
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
-    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
     # Bumped by every write: services update with ``revision=<read value>`` (compare-and-set).
     revision = models.PositiveIntegerField(default=1)
@@ -115,7 +115,7 @@ class Lease(models.Model):
     previous_lease_expires_at = models.DateTimeField(null=True, blank=True)
     recovery_reason = models.TextField(blank=True, default="")
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
-    # name the stored instant (``agentchat.core.records.ts_spelled``).
+    # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
 
     class Meta:

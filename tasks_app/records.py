@@ -11,7 +11,7 @@ create or update (``2026-11-29T15:46:20+00:00``) and to the microsecond after a 
 (``2026-11-29T15:46:19.000000+00:00``), which ``Task.updated_at_spelling`` remembers; every
 lease time to the microsecond. The stored times are precise; a spelling to the second drops
 the fraction (it never rounds up). The spellings themselves are the floor's
-(``agentchat.core.records``), shared with locks.
+(``agentchat.core.rules.records``), shared with locks.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import ts_micros, ts_seconds, ts_spelled
+from agentchat.core.rules.records import ts_micros, ts_seconds, ts_spelled
 from tasks_app.models import Lease, Task
 
 # The reference's tasks/<id>.json keys, in its order (not sorted).

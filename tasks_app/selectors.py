@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import RECORD_ID_RE, check_agent_name
-from agentchat.core.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
 from channels_app.models import Channel
 from tasks_app import records
 from tasks_app.models import TASK_ID_MAX, Lease, Task, TaskDependency
@@ -158,7 +158,7 @@ def task_page(
     max_bytes: int | None = None,
 ) -> ListPage:
     """A page of a channel's tasks (``task_to_dict``) after the id ``after``, by id, optionally
-    filtered (``agentchat.core.pages``): a task can hold 1,000 acceptance lines, so the page is
+    filtered (``agentchat.core.http.pages``): a task can hold 1,000 acceptance lines, so the page is
     planned from sizes the database computes and loads only the tasks it sends. Raises
     TASK_INVALID_STATUS, TASK_INVALID_OWNER."""
     return list_page(

@@ -1,7 +1,7 @@
 """An ``APIClient`` whose requests go through the real ASGI application, in process.
 
 Production ``/api/`` traffic goes from daphne to ``agentchat.asgi.application``: the wait
-endpoint, or the API lane (``agentchat/core/lane.py``), which skips Django's middleware and
+endpoint, or the API lane (``agentchat/core/http/lane.py``), which skips Django's middleware and
 request signals. DRF's own ``APIClient`` calls the views through Django's handler instead, the
 route no client takes. ``AsgiApiClient`` keeps ``APIClient``'s interface (``get``, ``post(...,
 format="json")``, ``generic``, ``credentials``, ``response.json()``…), so the tests keep their
@@ -10,10 +10,10 @@ on an event loop in a thread of its own, and turns what the application sends ba
 response.
 
 The database: the lane and the live endpoints run their ORM work through
-``agentchat.core.db.run_db`` on a pool of long-lived threads, each with its own connection, which
-would neither see the uncommitted rows of a test under the ``db`` fixture (one transaction rolled
-back at the end) nor, on SQLite, get past that transaction's lock. So the client sets
-``db.inline_executor`` in the context of the request: ``run_db`` hands the request's work to an
+``agentchat.core.db.transactions.run_db`` on a pool of long-lived threads, each with its own
+connection, which would neither see the uncommitted rows of a test under the ``db`` fixture (one
+transaction rolled back at the end) nor, on SQLite, get past that transaction's lock. So the client
+sets ``db.inline_executor`` in the context of the request: ``run_db`` hands the request's work to an
 executor whose queue the test's own thread drains while it waits for the response. The views run in
 the test's thread, on its connection, inside its transaction — as with ``APIClient`` — while
 everything around them (reading the body, routing, the live endpoints, the hand-back of pushes) runs
@@ -42,7 +42,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpResponse
 from rest_framework.test import APIClient
 
-from agentchat.core import db
+from agentchat.core.db import transactions as db
 
 REQUEST_TIMEOUT = 120.0  # a request that hangs fails the test instead of the suite
 

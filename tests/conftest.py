@@ -29,8 +29,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from agentchat import serve
+from agentchat.core.identity.services import agent_get_or_create, token_create
 from agentchat.core.models import Agent
-from agentchat.core.services import agent_get_or_create, token_create
 from agentchat.datadir import data_dir_prepare
 from tests.asgi_client import AsgiApiClient
 
@@ -174,7 +174,8 @@ def client() -> Client:
 
 
 class FakeClock:
-    """A controllable ``agentchat.core.clock.now``: starts at the real now, moves on ``advance``."""
+    """A controllable ``agentchat.core.rules.clock.now``: starts at the real now, moves on
+    ``advance``."""
 
     def __init__(self) -> None:
         from django.utils import timezone
@@ -192,7 +193,7 @@ class FakeClock:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    from agentchat.core import clock as clock_module
+    from agentchat.core.rules import clock as clock_module
 
     fake = FakeClock()
     monkeypatch.setattr(clock_module, "now", fake)
@@ -259,7 +260,7 @@ async def in_thread(func: Callable[[], Any]) -> Any:
 
     from django.db import connections
 
-    from agentchat.core.push import home_loop_set
+    from agentchat.core.live.push import home_loop_set
 
     def run() -> Any:
         try:

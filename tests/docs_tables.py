@@ -2,7 +2,7 @@
 
 Each table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in exactly one of
 README.md and docs/*.md, and is rendered from the code: the error table from
-``agentchat.core.errors``, the client's codes from ``agentchat.client.errors``.
+``agentchat.core.rules.errors``, the client's codes from ``agentchat.client.errors``.
 ``tests/test_docs.py`` fails while one is stale; this rewrites them:
 
     .venv/bin/python -m tests.docs_tables --write
@@ -32,7 +32,7 @@ def rendered_tables() -> dict[str, str]:
 
 def server_errors() -> ModuleType:
     """The module of the one error table (the floor's layout moved it into ``rules``)."""
-    for name in ("agentchat.core.errors", "agentchat.core.rules.errors"):
+    for name in ("agentchat.core.rules.errors", "agentchat.core.rules.errors"):
         try:
             return importlib.import_module(name)
         except ModuleNotFoundError:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentchat.core.errors import ERRORS
+from agentchat.core.rules.errors import ERRORS
 
 
 def error_code(response: Any) -> str:
     """The code of an error answer, once it is checked to be one: the body is
     ``{"error": {"code", "message", "detail"}}`` with a declared code, sent with that code's
-    status (agentchat/core/errors.py)."""
+    status (agentchat/core/rules/errors.py)."""
     body = response.json()
     assert set(body) == {"error"}, response.content
     assert set(body["error"]) == {"code", "message", "detail"}, body

@@ -1,4 +1,4 @@
-"""Helpers for the paged lists' tests (agentchat.core.pages): walk a list page by page, count
+"""Helpers for the paged lists' tests (agentchat.core.http.pages): walk a list page by page, count
 the rows a page loads."""
 
 from __future__ import annotations

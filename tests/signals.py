@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from channels.layers import get_channel_layer
 
-from agentchat.core.layer import group_channels
+from agentchat.core.live.layer import group_channels
 from tests.conftest import redis_reachable, redis_url_for_tests, require_service
 
 

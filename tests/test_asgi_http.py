@@ -1,4 +1,4 @@
-"""One request-validation path (agentchat/core/asgi_http.py): the REST lane, the wait and the
+"""One request-validation path (agentchat/core/http/asgi_http.py): the REST lane, the wait and the
 websockets refuse the same requests with the same codes."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import json
 import httpx
 import pytest
 
-from agentchat.core.asgi_http import (
+from agentchat.core.http.asgi_http import (
     accepts_json,
     body_read,
     error_send,
     request_check,
 )
-from agentchat.core.errors import AppError, error_render
+from agentchat.core.rules.errors import AppError, error_render
 from tests.conftest import auth
 from tests.errors import error_code as code
 from tests.wire import ws_handshake_status

@@ -67,7 +67,7 @@ def test_a_chunked_body_is_refused_once_it_grows_past_the_limit(live):
 
 
 def test_a_client_that_keeps_sending_after_the_413_is_cut_off(live):
-    from agentchat.serve import LINGER_BYTES
+    from agentchat.core.http.webrequest import LINGER_BYTES
 
     head = HEAD.format(extra="Transfer-Encoding: chunked\r\n").encode()
     piece = b"10000\r\n" + b"y" * 0x10000 + b"\r\n"

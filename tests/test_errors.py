@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentchat.core.errors import (
+from agentchat.core.rules.errors import (
     ERRORS,
     EXIT_CLAIM_LOST,
     EXIT_PLAIN,

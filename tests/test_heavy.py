@@ -1,4 +1,4 @@
-"""Heavy requests (agentchat.core.heavy) cannot hold the threads short requests need: they run
+"""Heavy requests (agentchat.core.db.heavy) cannot hold the threads short requests need: they run
 on a pool of their own, one at a time per token, within a work budget answered 503
 WORK_BUDGET_EXCEEDED when it runs out. Counted, not timed: which pool ran what, what a held
 heavy request let through, what the budget refused."""
@@ -11,9 +11,10 @@ import threading
 import pytest
 from django.db import connection
 
-from agentchat.core import db, lane
-from agentchat.core.errors import AppError
-from agentchat.core.heavy import HeavyGate, work_budget
+from agentchat.core.db import transactions as db
+from agentchat.core.db.heavy import HeavyGate, work_budget
+from agentchat.core.http import lane
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel, Message
 
 # A statement of a few million virtual machine steps (SQLite) / a second (PostgreSQL).

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from agentchat.core.scope import origin_allowed, origin_is_site
-from agentchat.core.sessions import SessionStore
-from agentchat.core.validation import _JSON_STRING, json_loads_strict
+from agentchat.core.http.scope import origin_allowed, origin_is_site
+from agentchat.core.identity.sessions import SessionStore
+from agentchat.core.rules.validation import _JSON_STRING, json_loads_strict
 
 NUL_NAME = "a%00b"
 

@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agentchat.core.db import call_on_loop, run_db
-from agentchat.core.errors import AppError
+from agentchat.core.db.rows import RowSelect, row_insert
+from agentchat.core.db.transactions import call_on_loop, run_db
+from agentchat.core.identity.services import token_authenticate, token_revoke
 from agentchat.core.models import Agent, ApiToken, token_digest
-from agentchat.core.rows import RowSelect, row_insert
-from agentchat.core.services import token_authenticate, token_revoke
+from agentchat.core.rules.errors import AppError
 from channels_app.api.serializers import MessagePostInput
 from channels_app.models import Channel, Message
 from channels_app.selectors import channel_get

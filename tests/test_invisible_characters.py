@@ -9,8 +9,8 @@ import unicodedata
 
 import pytest
 
-from agentchat.core.errors import AppError
-from agentchat.core.validation import INVISIBLE, reason_check, text_check
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.validation import INVISIBLE, reason_check, text_check
 from channels_app.models import Channel, Message
 from tasks_app.models import Task
 

@@ -1,4 +1,4 @@
-"""The layer adapter (agentchat/core/layer.py), on the in-memory layer and on Redis."""
+"""The layer adapter (agentchat/core/live/layer.py), on the in-memory layer and on Redis."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from channels.layers import BaseChannelLayer, get_channel_layer
 
-from agentchat.core.layer import channel_held, channels_held, group_channels, inbox_close
+from agentchat.core.live.layer import channel_held, channels_held, group_channels, inbox_close
 from tests.signals import layer_kind  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.usefixtures("layer_kind")

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from agentchat.core.errors import AppError
-from agentchat.core.records import duration_check, expiry_after, ts_micros, ts_seconds
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.records import duration_check, expiry_after, ts_micros, ts_seconds
 
 AT = datetime(2026, 11, 29, 15, 46, 20, 950000, tzinfo=UTC)
 
@@ -59,7 +59,7 @@ def test_an_expiry_past_the_calendar_is_refused_not_a_crash(settings):
 def test_leases_and_locks_expire_by_one_rule_at_their_expiry():
     from datetime import UTC, datetime, timedelta
 
-    from agentchat.core.records import is_expired
+    from agentchat.core.rules.records import is_expired
 
     at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     assert is_expired(at, at)  # the reference's "<=": expired at the expiry itself

@@ -1,8 +1,8 @@
 """The roof reads through the walls: the modules of ``agentchat`` above the floor (the folder
 sync and import, the dashboard, the state summary, the views, the commands) reach the apps'
 tables only through the apps' selectors and services (``channels_app.selectors``,
-``tasks_app.selectors``, ``locks_app.selectors``, ``agentchat.core.selectors``…), so that the
-rules those keep (who sees a members-only channel, how a task is loaded) have one home.
+``tasks_app.selectors``, ``locks_app.selectors``, ``agentchat.core.identity.selectors``…), so that
+the rules those keep (who sees a members-only channel, how a task is loaded) have one home.
 
 Parsed with ``ast``, not grepped: any attribute ``objects``, ``_default_manager`` or
 ``_base_manager`` in a roof module fails, whatever it is called on. The one exception is the

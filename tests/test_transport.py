@@ -9,13 +9,13 @@ import logging
 
 import websockets
 
-from agentchat.core import transport
-from agentchat.core.transport import RAW_SEND, SendWindow
+from agentchat.core.live import transport
+from agentchat.core.live.transport import RAW_SEND, SendWindow
 
 
 def test_an_unknown_server_is_warned_of_once(monkeypatch, caplog):
     monkeypatch.setattr(transport, "_warned", False)
-    with caplog.at_level(logging.WARNING, logger="agentchat.core.transport"):
+    with caplog.at_level(logging.WARNING, logger="agentchat.core.live.transport"):
         windows = [SendWindow({RAW_SEND: object()}), SendWindow({})]
     assert [w.supported for w in windows] == [False, False]
     assert [r.getMessage()[:40] for r in caplog.records] == [

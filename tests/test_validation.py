@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_agent_name, check_channel_name, is_record_id
-from agentchat.core.validation import (
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name, check_channel_name, is_record_id
+from agentchat.core.rules.validation import (
     MAX_JSON_DEPTH,
     int_parse,
     json_loads_strict,

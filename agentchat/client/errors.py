@@ -1,6 +1,6 @@
 """The client's error type, its exit families and the codes only a client can meet.
 
-A server error carries the server's stable code (``agentchat.core.errors``); its exit status
+A server error carries the server's stable code (``agentchat.core.rules.errors``); its exit status
 is the reference CLI's family of the code (REFERENCE-CLI §5), from ``agentchat.exits``, the
 one exit table the server's error table is built from too (the client cannot import the
 server's: it imports Django).

@@ -4,8 +4,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import Agent, ApiToken
-from agentchat.core.services import token_revoke
 
 
 class ApiTokenInline(admin.TabularInline):

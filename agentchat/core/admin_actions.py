@@ -21,7 +21,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from agentchat.core.models import Agent
-from agentchat.core.validation import REASON_MAX
+from agentchat.core.rules.validation import REASON_MAX
 
 TEMPLATE = "admin/agentchat_core/action_confirm.html"
 

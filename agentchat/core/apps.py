@@ -10,8 +10,8 @@ class CoreConfig(AppConfig):
         from django.conf import settings
         from django.contrib.auth.signals import user_logged_out
 
-        from agentchat.core import schema
-        from agentchat.core.revocation import session_signed_out
+        from agentchat.core.http import schema
+        from agentchat.core.identity.revocation import session_signed_out
 
         # Signing out ends the session's websockets, as revoking a token ends the token's.
         user_logged_out.connect(session_signed_out, dispatch_uid="agentchat.session_signed_out")

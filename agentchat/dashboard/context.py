@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from agentchat.core.selectors import agent_name_for_user
+from agentchat.core.identity.selectors import agent_name_for_user
 from channels_app.approvals import approvals_pending_count
 
 

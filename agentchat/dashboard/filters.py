@@ -7,7 +7,7 @@ from datetime import datetime
 from django import template
 from django.utils.timesince import timesince, timeuntil
 
-from agentchat.core import clock
+from agentchat.core.rules import clock
 from agentchat.dashboard.markdown import text_html
 
 register = template.Library()

@@ -9,7 +9,8 @@ HTML made here; a message's raw body never reaches the browser as markup.
 - nh3 (the ammonia sanitizer) keeps only the tags and attributes below, and links only with the
   schemes http, https and mailto (relative links stay); every link gets
   ``rel="noopener noreferrer nofollow"``. No class, style or id from a message survives.
-- Invisible and direction-changing characters (``agentchat.core.validation.INVISIBLE``: U+202E,
+- Invisible and direction-changing characters (``agentchat.core.rules.validation.INVISIBLE``:
+U+202E,
   U+200D, U+FEFF…), which a body may hold, are shown as a visible mark,
   ``<span class="invisible-char" title="U+202E RIGHT-TO-LEFT OVERRIDE">U+202E</span>``, instead of
   reordering or hiding the text around them. The marks are made before the sanitizer, which
@@ -28,7 +29,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
-from agentchat.core.validation import INVISIBLE
+from agentchat.core.rules.validation import INVISIBLE
 
 TAGS = frozenset(
     {

@@ -16,14 +16,14 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods
 
-from agentchat.core import clock
-from agentchat.core.errors import AppError
-from agentchat.core.humans import SignedInRequest, human_agent
+from agentchat.core.identity.humans import SignedInRequest, human_agent
+from agentchat.core.identity.selectors import agent_list_by_name
 from agentchat.core.models import Agent
-from agentchat.core.names import is_agent_name
-from agentchat.core.records import ts_parse
-from agentchat.core.selectors import agent_list_by_name
-from agentchat.core.validation import int_parse
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import is_agent_name
+from agentchat.core.rules.records import ts_parse
+from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary

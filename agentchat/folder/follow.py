@@ -79,7 +79,7 @@ class _LayerBell:
             asyncio.run_coroutine_threadsafe(self._add(fresh), self.loop).result(30)
 
     def close(self) -> None:
-        from agentchat.core.layer import inbox_close
+        from agentchat.core.live.layer import inbox_close
 
         async def finish() -> None:
             self.listening.cancel()

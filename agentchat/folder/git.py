@@ -19,7 +19,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder.sync import SYNC_DIR, SyncReport
 
 # Used only when git knows no identity of its own (no user.name / user.email configured).

@@ -28,9 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_channel_name, is_agent_name
-from agentchat.core.records import ts_parse
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_channel_name, is_agent_name
+from agentchat.core.rules.records import ts_parse
 from agentchat.folder import reading
 from agentchat.folder.message_file import (  # noqa: F401 (the import's public names)
     DIGITS,

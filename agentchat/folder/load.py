@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules.errors import AppError
 from agentchat.folder import importer
 from channels_app.selectors import channel_name_taken
 from channels_app.services import (

@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import is_record_id
-from agentchat.core.records import ts_parse
-from agentchat.core.validation import text_check, text_problem
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import is_record_id
+from agentchat.core.rules.records import ts_parse
+from agentchat.core.rules.validation import text_check, text_problem
 from agentchat.folder import reading
 from channels_app import events
 from channels_app.models import Message

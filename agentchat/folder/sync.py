@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder.files import Files, is_temp_name
 from agentchat.folder.render import (
     CLAIMS_DIR,

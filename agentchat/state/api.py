@@ -16,13 +16,13 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from agentchat.core.api import StrictBooleanField, StrictSerializer
-from agentchat.core.auth import AgentRequest
-from agentchat.core.encode import json_bytes
-from agentchat.core.errors import AppError
-from agentchat.core.query import query_parameters
-from agentchat.core.records import ts_seconds
-from agentchat.core.schema import raises
+from agentchat.core.http.query import query_parameters
+from agentchat.core.http.rest import StrictBooleanField, StrictSerializer
+from agentchat.core.http.schema import raises
+from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.rules.encode import json_bytes
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.records import ts_seconds
 from agentchat.models import StateSnapshot
 from agentchat.state import selectors, services
 from agentchat.state.markdown import state_markdown
@@ -226,7 +226,7 @@ STRICT_PARAMETER = OpenApiParameter(
 
 
 class StateApi(APIView):
-    heavy = True  # agentchat.core.heavy
+    heavy = True  # agentchat.core.db.heavy
     content_negotiation_class = FormatNegotiation
 
     @extend_schema(

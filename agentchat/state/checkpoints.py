@@ -3,7 +3,7 @@ one, not the channel's history.
 
 A summary goes on from the latest of two folds: the channel's checkpoint (``StateFold``, one row
 per channel, left by earlier summaries) and its latest compaction's. The messages after it are
-folded ``FOLD_CHUNK`` at a time, the work budget (``agentchat.core.heavy.budget_check``)
+folded ``FOLD_CHUNK`` at a time, the work budget (``agentchat.core.db.heavy.budget_check``)
 looked at before each chunk; once ``CHECKPOINT_ROWS`` or more were folded the fold is stored
 again, after each chunk of a long history too, and when the budget runs out, so that a request
 stopped by its budget (WORK_BUDGET_EXCEEDED) has kept its progress and the next one goes on
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from django.db import IntegrityError
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
-from agentchat.core.heavy import budget_check, budget_paused
+from agentchat.core.db.heavy import budget_check, budget_paused
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules.errors import AppError
 from agentchat.models import StateFold, StateSnapshot
 from agentchat.state.messages import MessageFold, message_views
 from channels_app.models import Channel

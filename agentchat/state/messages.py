@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder.render import message_name, message_text
 from channels_app import events
 from channels_app.models import Channel, Message

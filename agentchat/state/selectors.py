@@ -10,7 +10,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.models import StateSnapshot
 from agentchat.state.checkpoints import fold_caught_up
 from agentchat.state.messages import MessageFold, message_views

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from agentchat.core.db import write_atomic
-from agentchat.core.records import ts_seconds
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules.records import ts_seconds
 from agentchat.models import StateSnapshot
 from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import MessageFold, message_views

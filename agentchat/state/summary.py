@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.records import ts_seconds
+from agentchat.core.rules.records import ts_seconds
 from agentchat.state.messages import MessageFold
 from channels_app.models import Channel
 from channels_app.records import channel_created

@@ -1,4 +1,4 @@
-"""Input and output shapes of the channels API (inputs are strict: see agentchat.core.api)."""
+"""Input and output shapes of the channels API (inputs are strict: see agentchat.core.http.rest)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from agentchat.core import schema as openapi
-from agentchat.core.api import (
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.pages import PageOutput
+from agentchat.core.http.rest import (
     AnyJSONField,
     Documented,
     KeywordFieldsMetaclass,
@@ -17,7 +18,6 @@ from agentchat.core.api import (
     StrictListField,
     StrictSerializer,
 )
-from agentchat.core.pages import PageOutput
 from channels_app import events
 from channels_app.models import Channel
 from channels_app.services import (
@@ -29,7 +29,7 @@ from channels_app.services import (
     TOPIC_MAX,
 )
 
-# The codes of the input serializers (agentchat.core.api.StrictSerializer), for raises().
+# The codes of the input serializers (agentchat.core.http.rest.StrictSerializer), for raises().
 INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE", "FIELD_TOO_LARGE")
 
 # A recipient named in a list: an agent name, but not a broadcast word.

@@ -1,4 +1,5 @@
-"""Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.api)."""
+"""Thin views: parse → service/selector → serialize. Errors are raised
+(agentchat.core.http.rest)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentchat.core import pages
-from agentchat.core import schema as openapi
-from agentchat.core.auth import AgentRequest
-from agentchat.core.encode import json_bytes
-from agentchat.core.errors import AppError
-from agentchat.core.lane import request_abandoned
-from agentchat.core.names import CHANNEL_NAME_MAX
-from agentchat.core.query import query_parameters
-from agentchat.core.schema import raises
-from agentchat.core.validation import int_parse
+from agentchat.core.http import pages
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.lane import request_abandoned
+from agentchat.core.http.query import query_parameters
+from agentchat.core.http.schema import raises
+from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.rules.encode import json_bytes
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import CHANNEL_NAME_MAX
+from agentchat.core.rules.validation import int_parse
 from channels_app import approvals, events, records, search, selectors, services, words
 from channels_app.api import serializers as s
 
@@ -72,7 +73,7 @@ def check_sender(request: AgentRequest, data: dict[str, Any]) -> None:
 
 
 class ChannelListCreateApi(APIView):
-    heavy_methods = ("GET",)  # agentchat.core.heavy
+    heavy_methods = ("GET",)  # agentchat.core.db.heavy
 
     @extend_schema(
         operation_id="channels_list",

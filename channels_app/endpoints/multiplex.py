@@ -10,12 +10,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core.asgi_http import Receive, Send
-from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, error_body
-from agentchat.core.revocation import Credential, credential_watch
-from agentchat.core.transport import SendWindow
-from agentchat.core.validation import json_loads_strict
+from agentchat.core.db.transactions import run_db
+from agentchat.core.http.asgi_http import Receive, Send
+from agentchat.core.identity.revocation import Credential, credential_watch
+from agentchat.core.live.transport import SendWindow
+from agentchat.core.rules.errors import AppError, error_body
+from agentchat.core.rules.validation import json_loads_strict
 from channels_app.endpoints.shared import (
     _TOO_MANY_FRAMES,
     CLIENT_FRAME_MAX_CHARS,

@@ -13,13 +13,13 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core.asgi_http import Receive, Send, request_check
-from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, error_body
-from agentchat.core.query import query_check
-from agentchat.core.revocation import Credential
-from agentchat.core.scope import scope_query, websocket_principal
-from agentchat.core.transport import SendWindow
+from agentchat.core.db.transactions import run_db
+from agentchat.core.http.asgi_http import Receive, Send, request_check
+from agentchat.core.http.query import query_check
+from agentchat.core.http.scope import scope_query, websocket_principal
+from agentchat.core.identity.revocation import Credential
+from agentchat.core.live.transport import SendWindow
+from agentchat.core.rules.errors import AppError, error_body
 from channels_app.live import MessageStream, tasks_end
 
 logger = logging.getLogger(__name__)

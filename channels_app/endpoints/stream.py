@@ -6,13 +6,13 @@ import asyncio
 import logging
 from typing import Any
 
-from agentchat.core.asgi_http import Receive, Send
-from agentchat.core.db import run_db
-from agentchat.core.errors import AppError
-from agentchat.core.revocation import Credential
-from agentchat.core.scope import scope_query
-from agentchat.core.transport import SendWindow
-from agentchat.core.validation import int_parse
+from agentchat.core.db.transactions import run_db
+from agentchat.core.http.asgi_http import Receive, Send
+from agentchat.core.http.scope import scope_query
+from agentchat.core.identity.revocation import Credential
+from agentchat.core.live.transport import SendWindow
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.validation import int_parse
 from channels_app.endpoints.shared import (
     ERROR_CLOSE_CODE,
     _client,

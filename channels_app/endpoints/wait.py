@@ -9,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core.asgi_http import (
+from agentchat.core.db.transactions import run_db
+from agentchat.core.http.asgi_http import (
     Receive,
     Send,
     body_read,
@@ -18,12 +19,11 @@ from agentchat.core.asgi_http import (
     json_send,
     request_check,
 )
-from agentchat.core.db import run_db
-from agentchat.core.errors import AppError, internal_error
-from agentchat.core.query import query_check
-from agentchat.core.scope import scope_query, scope_token
-from agentchat.core.services import token_authenticate
-from agentchat.core.validation import int_parse, number_parse
+from agentchat.core.http.query import query_check
+from agentchat.core.http.scope import scope_query, scope_token
+from agentchat.core.identity.services import token_authenticate
+from agentchat.core.rules.errors import AppError, internal_error
+from agentchat.core.rules.validation import int_parse, number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 

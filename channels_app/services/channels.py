@@ -8,12 +8,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
-from agentchat.core.names import check_agent_name, check_channel_name
-from agentchat.core.push import push_on_commit
-from agentchat.core.validation import text_check
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name, check_channel_name
+from agentchat.core.rules.validation import text_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible

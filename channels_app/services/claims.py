@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
-from agentchat.core.names import is_record_id
-from agentchat.core.push import push_on_commit
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.live.push import push_on_commit
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import is_record_id
 from channels_app.models import Channel, MarkerClaim
 from channels_app.services.groups import ROSTER_GROUP
 

@@ -10,10 +10,10 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError, ClientGone
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.revocation import token_is_live
 from agentchat.core.models import Agent, ApiToken
-from agentchat.core.revocation import token_is_live
+from agentchat.core.rules.errors import AppError, ClientGone
 from channels_app.models import Channel, Cursor
 from channels_app.selectors import (
     READ_LIMIT_MAX,

@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 
 from django.utils import timezone
 
-from agentchat.core.audit import AUDIT_STATUSES
-from agentchat.core.db import write_atomic
-from agentchat.core.records import ts_seconds
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules.audit import AUDIT_STATUSES
+from agentchat.core.rules.records import ts_seconds
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
 from channels_app.records import audit_body, audit_title
@@ -100,11 +100,13 @@ def audit_post(
     The reference CLI's format (REFERENCE-CLI §3.13): a broadcast whose status is the event,
     titled ``<event> <subject>`` (the event alone when ``subject`` is None), with the payload
     as key-sorted, indented JSON. ``ts`` (default now) lets the message carry the instant its
-    payload names. ``event`` must be one of ``agentchat.core.audit.AUDIT_STATUSES`` (the one
+    payload names. ``event`` must be one of ``agentchat.core.rules.audit.AUDIT_STATUSES`` (the one
     list of the statuses clients may not take).
     """
     if event not in AUDIT_STATUSES:
-        raise ValueError(f"audit event {event!r} is not in agentchat.core.audit.AUDIT_STATUSES")
+        raise ValueError(
+            f"audit event {event!r} is not in agentchat.core.rules.audit.AUDIT_STATUSES"
+        )
     message, _ = message_post(
         channel=channel,
         sender=actor,

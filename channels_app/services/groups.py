@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentchat.core.push import group_name
+from agentchat.core.live.push import group_name
 
 
 def channel_group(channel_id: int) -> str:

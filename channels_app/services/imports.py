@@ -11,12 +11,12 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.db.rows import rows_insert
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
-from agentchat.core.names import check_agent_name, check_channel_name
-from agentchat.core.push import push_on_commit
-from agentchat.core.rows import rows_insert
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name, check_channel_name
 from channels_app import events
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
 from channels_app.records import message_json_size

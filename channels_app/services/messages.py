@@ -13,14 +13,14 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from agentchat.core.audit import is_reserved
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.db.rows import row_insert
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
-from agentchat.core.names import check_agent_name, is_record_id
-from agentchat.core.push import push_on_commit
-from agentchat.core.rows import row_insert
-from agentchat.core.validation import json_value_check, text_check
+from agentchat.core.rules.audit import is_reserved
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name, is_record_id
+from agentchat.core.rules.validation import json_value_check, text_check
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
 from channels_app.records import message_json_size, message_to_dict
@@ -140,7 +140,7 @@ def message_post(
     caller that holds the sender's Agent passes it, else it is looked up by name (a sender that
     is no agent, such as an admin's user name, counts as an agent).
 
-    A status of the server's audit messages (``agentchat.core.audit``) belongs to
+    A status of the server's audit messages (``agentchat.core.rules.audit``) belongs to
     ``audit_post`` only: a client's message so labelled would read as the server's record.
 
     The sender's presence row (its last activity) is written in the same transaction.

@@ -11,10 +11,10 @@ from typing import Any
 
 from rest_framework import serializers
 
-from agentchat.core import schema as openapi
-from agentchat.core.api import RawJSONField, StrictSerializer
-from agentchat.core.pages import PageOutput
-from agentchat.core.validation import REASON_MAX
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.pages import PageOutput
+from agentchat.core.http.rest import RawJSONField, StrictSerializer
+from agentchat.core.rules.validation import REASON_MAX
 from locks_app.paths import MAX_PATHS
 
 # The JSON schema of each raw field (documentation: the services judge the values).

@@ -1,4 +1,4 @@
-"""Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.api).
+"""Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.http.rest).
 
 The caller (``request.user``, from the token) is the owner of what it locks, unlocks or
 recovers.
@@ -12,18 +12,18 @@ from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentchat.core import pages
-from agentchat.core import schema as openapi
-from agentchat.core.auth import AgentRequest
-from agentchat.core.errors import AppError
-from agentchat.core.query import query_parameters
-from agentchat.core.schema import raises
+from agentchat.core.http import pages
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.query import query_parameters
+from agentchat.core.http.schema import raises
+from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from locks_app import records, selectors, services
 from locks_app.api import serializers as s
 
 # The codes the views raise, in groups the operations share (statuses and meanings come from
-# the error table: agentchat.core.schema).
+# the error table: agentchat.core.http.schema).
 PATHS = ("PATH_LOCK_INVALID_PATH", "PATH_LOCK_PATTERN_TOO_COMPLEX")
 HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
 # Held patterns starting with a wildcard: the caller's or the channel's cap (a lock, a recovery).
@@ -46,7 +46,7 @@ class LockApiView(APIView):
 
 
 class LockListCreateApi(LockApiView):
-    heavy_methods = ("GET",)  # agentchat.core.heavy
+    heavy_methods = ("GET",)  # agentchat.core.db.heavy
 
     @extend_schema(
         operation_id="locks_list",
@@ -114,7 +114,7 @@ class LockListCreateApi(LockApiView):
 
 
 class LockCheckApi(LockApiView):
-    heavy = True  # agentchat.core.heavy
+    heavy = True  # agentchat.core.db.heavy
 
     @extend_schema(
         operation_id="locks_check",

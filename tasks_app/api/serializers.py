@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 from rest_framework import serializers
 
-from agentchat.core import schema as openapi
-from agentchat.core.api import RawJSONField, StrictSerializer
-from agentchat.core.pages import PageOutput
-from agentchat.core.validation import REASON_MAX
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.pages import PageOutput
+from agentchat.core.http.rest import RawJSONField, StrictSerializer
+from agentchat.core.rules.validation import REASON_MAX
 from tasks_app.selectors import STATUSES, TASK_ID_MAX
 from tasks_app.services.validation import LIST_MAX
 

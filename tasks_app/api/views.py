@@ -1,4 +1,5 @@
-"""Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.api)."""
+"""Thin views: parse → service/selector → serialize. Errors are raised
+(agentchat.core.http.rest)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentchat.core import pages
-from agentchat.core import schema as openapi
-from agentchat.core.api import StrictSerializer
-from agentchat.core.auth import AgentRequest
-from agentchat.core.errors import AppError
-from agentchat.core.query import query_parameters
-from agentchat.core.schema import raises
+from agentchat.core.http import pages
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.query import query_parameters
+from agentchat.core.http.rest import StrictSerializer
+from agentchat.core.http.schema import raises
+from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
@@ -28,7 +29,7 @@ TAG = ["tasks"]
 
 
 # The codes the views raise, in groups the operations share (statuses and meanings come from
-# the error table: agentchat.core.schema).
+# the error table: agentchat.core.http.schema).
 TASK = ("TASK_INVALID_ID", "TASK_NOT_FOUND", "TASK_CONFLICT")  # a task named in the path
 INPUT = ("TASK_UNKNOWN_FIELD", "TASK_REQUIRED_FIELD_MISSING")
 LEASE_INPUT = ("LEASE_UNKNOWN_FIELD", "LEASE_REQUIRED_FIELD_MISSING")
@@ -56,7 +57,7 @@ def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
 
 
 class TaskListCreateApi(APIView):
-    heavy_methods = ("GET",)  # agentchat.core.heavy
+    heavy_methods = ("GET",)  # agentchat.core.db.heavy
 
     @extend_schema(
         tags=TAG,

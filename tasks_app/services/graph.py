@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from tasks_app.models import TaskStatus
 
 Status = TaskStatus

@@ -17,10 +17,10 @@ from typing import Any, TypedDict, cast
 
 from django.db import IntegrityError, transaction
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import RECORD_ID_RE, check_agent_name
-from agentchat.core.records import ts_parse
-from agentchat.core.validation import text_check
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
+from agentchat.core.rules.records import ts_parse
+from agentchat.core.rules.validation import text_check
 from channels_app.models import Channel
 from tasks_app import selectors
 from tasks_app.models import OWNER_MAX, Lease, Task, TaskDependency

@@ -16,11 +16,11 @@ from typing import Any, NoReturn
 
 from django.db import IntegrityError, transaction
 
-from agentchat.core import clock
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_agent_name
-from agentchat.core.records import is_expired
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.records import is_expired
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors

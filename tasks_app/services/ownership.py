@@ -10,7 +10,7 @@ and an expired lease is still recovered by anyone, explicitly and with a reason.
 
 from __future__ import annotations
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from tasks_app.models import Task
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db.models import F
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from tasks_app import selectors
 from tasks_app.models import Task, TaskDependency

@@ -9,9 +9,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
-from agentchat.core import clock
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import selectors

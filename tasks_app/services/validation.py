@@ -1,6 +1,6 @@
 """Value checks of tasks and leases: the reference's record rules (REFERENCE-CLI §3.7-3.8),
 each failure with the field's stable TASK_* / LEASE_* code, on top of the floor's text rules
-(``agentchat.core.validation.text_check``).
+(``agentchat.core.rules.validation.text_check``).
 
 Every text of a task refuses lone surrogates and NUL (no stored string may hold them); the
 one-line fields (title, branch, acceptance items, the recovery reason) also refuse every line
@@ -22,12 +22,12 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
-from agentchat.core.errors import AppError
-from agentchat.core.names import check_agent_name
-from agentchat.core.paths import safe_text, workspace_path_normalize
-from agentchat.core.records import expiry_after
-from agentchat.core.validation import reason_check as core_reason_check
-from agentchat.core.validation import text_check
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.paths import safe_text, workspace_path_normalize
+from agentchat.core.rules.records import expiry_after
+from agentchat.core.rules.validation import reason_check as core_reason_check
+from agentchat.core.rules.validation import text_check
 from tasks_app import selectors
 
 DEFAULT_LEASE_SECONDS = 300
@@ -46,7 +46,7 @@ def lease_expiry(now: datetime, lease_seconds: object) -> datetime:
     """``now`` (precise) + ``lease_seconds``. Raises LEASE_INVALID_DURATION unless
     ``lease_seconds`` is a JSON number (not a bool), finite, > 0 and at most
     AGENTCHAT_MAX_LEASE_SECONDS, with an expiry the calendar can hold
-    (``agentchat.core.records.expiry_after``)."""
+    (``agentchat.core.rules.records.expiry_after``)."""
     return expiry_after(now, lease_seconds, code="LEASE_INVALID_DURATION")
 
 
@@ -75,7 +75,7 @@ def workspace_path_check(path: object) -> str:
     (``task_model.validate_workspace_path``, with its code TASK_PATH_OUTSIDE_WORKSPACE): a
     non-empty string without NUL, workspace-relative (no ``/`` or drive prefix, ``\\`` read
     as ``/``), no ``:``, no ``..`` segment. Then the workspace path rules that lock paths
-    follow (``agentchat.core.paths``), which the reference does not apply to files_hint, with
+    follow (``agentchat.core.rules.paths``), which the reference does not apply to files_hint, with
     TASK_INVALID_FILES_HINT: control characters, lone surrogates and bidi overrides,
     backslashes, percent-escapes (``%2e%2e/x``), segments that Unicode compatibility turns into
     dots or separators (full-width dots, U+FF0E), Windows reserved names, segments ending in a dot
@@ -164,7 +164,7 @@ def status_check(value: object) -> str:
 def reason_check(value: object) -> str:
     """A lease recovery (or force-release) reason. The reference's rule for its lease family
     (``lease_store._validate_reason``, its message for a missing and a blank reason alike), with
-    the one-line rule of every such field (``agentchat.core.validation.reason_check``, which
+    the one-line rule of every such field (``agentchat.core.rules.validation.reason_check``, which
     locks share). Raises LEASE_INVALID_REASON."""
     return core_reason_check(
         value, code="LEASE_INVALID_REASON", empty_message="recovery reason must not be empty"

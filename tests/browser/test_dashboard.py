@@ -18,7 +18,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from agentchat.core.services import agent_get_or_create, token_create
+from agentchat.core.identity.services import agent_get_or_create, token_create
 from channels_app import services
 from channels_app.models import Channel
 from locks_app import services as locks

@@ -440,7 +440,7 @@ def test_no_token_bad_token_and_revoked_token_are_401(api_client, make_agent, re
     assert (
         api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
     )
-    from agentchat.core.services import token_revoke
+    from agentchat.core.identity.services import token_revoke
 
     token_revoke(token=agent.tokens.get())
     r = api_client.get("/api/v1/channels/", HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -18,7 +18,7 @@ import pytest
 from django.db import connection, connections
 
 from agentchat.asgi import application
-from agentchat.core import db as core_db
+from agentchat.core.db import transactions as core_db
 from channels_app import live, services
 from channels_app.models import Cursor
 from channels_app.selectors import cursor_get

@@ -15,9 +15,9 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from agentchat.asgi import application
-from agentchat.core import services as core_services
+from agentchat.core.identity import services as core_services
+from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import ApiToken
-from agentchat.core.services import token_revoke
 from channels_app.services import channel_create, message_post
 from tests.conftest import in_thread
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from agentchat.core.errors import ERRORS, AppError
+from agentchat.core.rules.errors import ERRORS, AppError
 from channels_app import events
 
 TS = "2026-11-29T15:46:21+00:00"

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder import render
 from channels_app import events
 from channels_app.models import Message

@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
-from agentchat.core.push import EVENT_TYPE, push_on_commit
+from agentchat.core.live.push import EVENT_TYPE, push_on_commit
 from channels_app import live, services
 from channels_app.services import channel_create, channel_group, message_post
 from tests.conftest import in_thread

@@ -8,11 +8,11 @@ import asyncio
 import pytest
 from channels.layers import get_channel_layer
 
-from agentchat.core.errors import AppError
-from agentchat.core.layer import channels_held, group_channels
+from agentchat.core.identity.revocation import REVOCATIONS_GROUP
+from agentchat.core.identity.services import token_revoke
+from agentchat.core.live.layer import channels_held, group_channels
 from agentchat.core.models import ApiToken
-from agentchat.core.revocation import REVOCATIONS_GROUP
-from agentchat.core.services import token_revoke
+from agentchat.core.rules.errors import AppError
 from channels_app import live
 from channels_app.services import channel_create, channel_group, channel_update, message_post
 from tests.conftest import in_thread

@@ -15,9 +15,9 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
-from agentchat.core.layer import channels_held
+from agentchat.core.identity.services import token_revoke
+from agentchat.core.live.layer import channels_held
 from agentchat.core.models import ApiToken
-from agentchat.core.services import token_revoke
 from channels_app import endpoints
 from channels_app.services import channel_create, channel_group, channel_update, message_post
 from tests.conftest import auth, in_thread

@@ -9,7 +9,7 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
-from agentchat.core.scope import origin_is_site
+from agentchat.core.http.scope import origin_is_site
 
 
 def ws_scope(host: str, scheme: str = "ws") -> dict:

@@ -1,5 +1,5 @@
-"""The statuses of the server's own audit messages (``agentchat.core.audit.AUDIT_STATUSES``, the
-one list ``audit_post`` holds every audit to) are refused on a client's message, through the
+"""The statuses of the server's own audit messages (``agentchat.core.rules.audit.AUDIT_STATUSES``,
+the one list ``audit_post`` holds every audit to) are refused on a client's message, through the
 API, the dashboard and the service, with STATUS_RESERVED; the audit path still takes them."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from agentchat.core.audit import AUDIT_STATUSES
-from agentchat.core.errors import AppError
+from agentchat.core.rules.audit import AUDIT_STATUSES
+from agentchat.core.rules.errors import AppError
 from channels_app import services
 from channels_app.models import Channel, Message
 

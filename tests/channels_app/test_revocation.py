@@ -18,10 +18,10 @@ from django.core.management import call_command
 from websockets.exceptions import ConnectionClosed
 
 from agentchat.asgi import application
-from agentchat.core import services as core_services
-from agentchat.core.errors import AppError
+from agentchat.core.identity import services as core_services
+from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import ApiToken
-from agentchat.core.services import token_revoke
+from agentchat.core.rules.errors import AppError
 from channels_app import live
 from channels_app.models import Cursor
 from channels_app.selectors import cursor_get

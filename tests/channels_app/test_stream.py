@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from websockets.exceptions import InvalidStatus
 
 from agentchat.asgi import application
-from agentchat.core.layer import channels_held
+from agentchat.core.live.layer import channels_held
 from channels_app.services import channel_create, channel_group, message_post
 from tests.conftest import in_thread
 from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)

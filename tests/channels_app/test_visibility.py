@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app import services
 from channels_app.models import Channel, Cursor, MarkerClaim, Message
 from channels_app.selectors import channel_get, channels_visible_to

@@ -24,7 +24,7 @@ import websockets.exceptions
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app import endpoints, live, services
 from channels_app.models import Channel, Cursor, Message
 from channels_app.selectors import cursor_get

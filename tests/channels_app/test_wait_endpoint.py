@@ -102,8 +102,8 @@ def test_wait_then_irrelevant_then_relevant_returns_only_relevant(trio, reads):
 def test_a_client_that_goes_away_ends_its_wait_and_moves_nothing(trio, reads):
     from channels.layers import get_channel_layer
 
-    from agentchat.core.layer import channels_held, group_channels
-    from agentchat.core.revocation import REVOCATIONS_GROUP
+    from agentchat.core.identity.revocation import REVOCATIONS_GROUP
+    from agentchat.core.live.layer import channels_held, group_channels
     from channels_app.models import Channel, Cursor
     from channels_app.services import channel_group
 

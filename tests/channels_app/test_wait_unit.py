@@ -11,8 +11,8 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from agentchat.core.layer import channels_held
-from agentchat.core.push import EVENT_TYPE
+from agentchat.core.live.layer import channels_held
+from agentchat.core.live.push import EVENT_TYPE
 from channels_app import live
 from channels_app.selectors import cursor_get
 from channels_app.services import channel_create, channel_group, cursor_ack, message_post

@@ -11,7 +11,7 @@ import pytest
 from agentchat.client.api import Client
 from agentchat.client.config import DEFAULT_URL, config_load
 from agentchat.client.errors import CLIENT_CODES, ClientError, exit_family
-from agentchat.core.errors import ERRORS
+from agentchat.core.rules.errors import ERRORS
 
 
 def test_every_server_code_has_the_servers_exit_family():

@@ -1,12 +1,12 @@
-"""``agentchat.core.db.FifoLock``, SQLite's in-process writer queue: one holder at a time, and
-waiters served in the order they arrived (a ticket lock), so no writer starves."""
+"""``agentchat.core.db.transactions.FifoLock``, SQLite's in-process writer queue: one holder at a
+time, and waiters served in the order they arrived (a ticket lock), so no writer starves."""
 
 from __future__ import annotations
 
 import sys
 import threading
 
-from agentchat.core.db import FifoLock
+from agentchat.core.db.transactions import FifoLock
 from tests.signals import wait_until
 
 

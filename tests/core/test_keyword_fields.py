@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentchat.core.api import StrictCharField, StrictSerializer
-from agentchat.core.errors import AppError
+from agentchat.core.http.rest import StrictCharField, StrictSerializer
+from agentchat.core.rules.errors import AppError
 from channels_app.api import serializers as s
 
 

@@ -1,11 +1,11 @@
-"""The floor's workspace path rules (agentchat.core.paths), with the caller's error code."""
+"""The floor's workspace path rules (agentchat.core.rules.paths), with the caller's error code."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentchat.core.errors import AppError
-from agentchat.core.paths import casefold_stable, safe_text, workspace_path_normalize
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.paths import casefold_stable, safe_text, workspace_path_normalize
 
 INVALID = "INVALID"  # the table's marker for "refused"
 CODE = "TASK_INVALID_FILES_HINT"  # any declared code: the caller chooses

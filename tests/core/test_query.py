@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from agentchat.core.schema import WAIT_PATH
+from agentchat.core.http.schema import WAIT_PATH
 from channels_app import routing
 from channels_app.endpoints.wait import WAIT_PARAMETERS
 

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentchat.core import names, schema
-from agentchat.core.errors import ERRORS, UndeclaredErrorCode
-from agentchat.core.paths import workspace_path_normalize
-from agentchat.core.validation import text_problem
+from agentchat.core.http import schema
+from agentchat.core.rules import names
+from agentchat.core.rules.errors import ERRORS, UndeclaredErrorCode
+from agentchat.core.rules.paths import workspace_path_normalize
+from agentchat.core.rules.validation import text_problem
 from tests.schemathesis.hooks import path_breaks_unwritten_rule
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -181,7 +182,7 @@ def test_the_path_pattern_refuses_only_what_the_path_rules_refuse(value):
     # The pattern states some of the rules; the rest (bytes, NFKC forms) are in the
     # description, and the schemathesis run tolerates a refusal for them only when
     # path_breaks_unwritten_rule says so: that function and the pattern together are the rules.
-    from agentchat.core.errors import AppError
+    from agentchat.core.rules.errors import AppError
 
     try:
         workspace_path_normalize(value, code="PATH_LOCK_INVALID_PATH")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from agentchat.core.humans import human_agent
+from agentchat.core.identity.humans import human_agent
 from channels_app.models import Channel, Message
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from agentchat.core.humans import human_agent
+from agentchat.core.identity.humans import human_agent
 from agentchat.core.models import Agent
 from channels_app import services
 from channels_app.models import Channel

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentchat.core.identity.services import agent_get_or_create
 from agentchat.core.models import Agent
-from agentchat.core.services import agent_get_or_create
 from channels_app.models import Channel, Message
 from channels_app.services import channel_create, cursor_ack, message_post
 from locks_app.models import PathLock

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder.git import git_commit, git_prepare
 from agentchat.folder.sync import folder_sync
 from channels_app.services import channel_create, message_post

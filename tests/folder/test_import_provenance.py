@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from agentchat.core.humans import human_agent
+from agentchat.core.identity.humans import human_agent
 from agentchat.folder.sync import folder_sync
 from channels_app.models import Message
 from tests.folder.test_import import import_folder

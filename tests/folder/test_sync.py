@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.folder.files import TEMP_SUFFIX
 from agentchat.folder.render import message_bytes, meta_bytes
 from agentchat.folder.sync import SYNC_DIR, folder_sync

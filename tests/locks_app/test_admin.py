@@ -240,7 +240,7 @@ def test_force_release_refuses_a_bad_reason_and_changes_nothing(
 
 
 def test_force_release_service_refuses_unknown_and_malformed_ids(locks):
-    from agentchat.core.errors import AppError
+    from agentchat.core.rules.errors import AppError
     from channels_app.models import Channel
     from locks_app.services import lock_force_release
 

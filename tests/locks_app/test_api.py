@@ -407,7 +407,7 @@ def test_bad_lock_requests_are_refused_with_a_code(alice, review, body, expected
 
 
 def test_an_audit_failure_rolls_the_lock_back(alice, review, monkeypatch):
-    from agentchat.core.errors import AppError
+    from agentchat.core.rules.errors import AppError
     from locks_app import services
 
     def fail(**kwargs):

@@ -10,7 +10,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from locks_app import selectors
 from locks_app.conflicts import ConflictScan

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from locks_app.globs import (
     WorkBudget,
     is_pattern,

@@ -14,7 +14,7 @@
      no task (``TASK_UNKNOWN_DEPENDENCY``), an ack past the channel's last seq (``INVALID_SEQ``
      with ``detail.seq > detail.last_seq``), a members-only roster without an agent
      (``CHANNEL_MEMBERS_REQUIRED``: which names are agents is no property of the request).
-  4. Workspace paths: the rules of ``agentchat.core.paths`` a pattern cannot say (bytes,
+  4. Workspace paths: the rules of ``agentchat.core.rules.paths`` a pattern cannot say (bytes,
      segment counts, the NFKC form of each segment), and a lock path's wildcard limit and
      work budget (``PATH_LOCK_PATTERN_TOO_COMPLEX``).
 
@@ -78,7 +78,7 @@ def _strings(value: Any) -> list[str]:
 
 
 def path_breaks_unwritten_rule(path: Any) -> bool:
-    """The workspace path rules no pattern states (agentchat.core.paths' module doc)."""
+    """The workspace path rules no pattern states (agentchat.core.rules.paths' module doc)."""
     if not isinstance(path, str):
         return False
     if len(path.encode("utf-8", "surrogatepass")) > 1024:
@@ -101,7 +101,7 @@ def path_breaks_unwritten_rule(path: Any) -> bool:
 def _workspace_path_pattern() -> re.Pattern[str]:
     global _PATH_PATTERN
     if _PATH_PATTERN is None:
-        from agentchat.core.schema import WORKSPACE_PATH_PATTERN
+        from agentchat.core.http.schema import WORKSPACE_PATH_PATTERN
 
         # ECMA's "$" (no multiline) is Python's "\Z".
         _PATH_PATTERN = re.compile(WORKSPACE_PATH_PATTERN[:-1] + r"\Z")

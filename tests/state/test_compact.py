@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.models import StateSnapshot
 from agentchat.state import checkpoints, selectors, services
 from agentchat.state.markdown import state_markdown

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.models import StateFold
 from agentchat.state import checkpoints, selectors
 from agentchat.state.markdown import state_markdown

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from agentchat.state import selectors
 from agentchat.state.markdown import state_markdown
 from agentchat.state.messages import (

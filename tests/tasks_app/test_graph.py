@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from tasks_app.services import graph
 
 STATUSES = ["open", "in_progress", "blocked", "done", "cancelled"]

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from tasks_app import services
 from tests.tasks_app.helpers import (

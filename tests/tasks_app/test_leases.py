@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.models import Lease, LeaseHistory

@@ -240,7 +240,7 @@ def test_list_costs_the_same_queries_for_one_task_or_many(
         created(alice, f"T{i}", depends_on=["A"])
     created(alice, "Z", depends_on=["T0", "T1"])
     # Authentication, the channel, the page's plan (keys and sizes of 8 tasks, then of the
-    # next 16: agentchat.core.pages), the tasks with their channel and lease, their links.
+    # next 16: agentchat.core.http.pages), the tasks with their channel and lease, their links.
     with django_assert_max_num_queries(6):
         tasks = alice.get(tasks_url()).json()["tasks"]
     assert len(tasks) == 12

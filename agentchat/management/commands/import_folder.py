@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from agentchat.core.errors import AppError, error_command
+from agentchat.core.rules.errors import AppError, error_command
 from agentchat.folder.load import folder_import
 
 

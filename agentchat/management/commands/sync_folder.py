@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agentchat.core.errors import AppError, error_command
+from agentchat.core.rules.errors import AppError, error_command
 from agentchat.folder.follow import follow
 from agentchat.folder.git import git_commit, git_prepare
 from agentchat.folder.sync import SyncReport, folder_sync

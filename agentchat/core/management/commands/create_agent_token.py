@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from agentchat.core.errors import AppError, error_command
-from agentchat.core.services import agent_get_or_create, token_create
+from agentchat.core.identity.services import agent_get_or_create, token_create
+from agentchat.core.rules.errors import AppError, error_command
 
 
 class Command(BaseCommand):

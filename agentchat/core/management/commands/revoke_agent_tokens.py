@@ -4,9 +4,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from agentchat.core.errors import AppError, error_command
+from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import Agent, ApiToken
-from agentchat.core.services import token_revoke
+from agentchat.core.rules.errors import AppError, error_command
 
 
 class Command(BaseCommand):

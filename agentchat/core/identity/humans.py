@@ -13,9 +13,9 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
-from agentchat.core.db import write_atomic
+from agentchat.core.db.transactions import write_atomic
 from agentchat.core.models import Agent
-from agentchat.core.names import is_agent_name
+from agentchat.core.rules.names import is_agent_name
 
 NAME_MAX = 64
 _OUTSIDE = re.compile(r"[^a-z0-9._-]")

@@ -7,7 +7,7 @@ plain ``transaction.atomic()``; row locks and conditional updates do the rest.
 
 ``run_db`` runs ORM work for the API lane and the live endpoints on a small pool of
 long-lived threads (AGENTCHAT_DB_THREADS); ``run_db_heavy`` runs the lane's heavy requests
-(``agentchat.core.heavy``) on a pool of their own (AGENTCHAT_DB_HEAVY_THREADS), so that they
+(``agentchat.core.db.heavy``) on a pool of their own (AGENTCHAT_DB_HEAVY_THREADS), so that they
 never hold the threads the short ones need; ``call_on_loop`` lets that work leave a callback
 (a push) for the event loop to run with the result. ``inline_executor`` is the tests' way in.
 """

@@ -48,16 +48,16 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
-from agentchat.core.asgi_http import (
+from agentchat.core.db.heavy import HeavyGate, work_budget
+from agentchat.core.db.transactions import run_db, run_db_heavy
+from agentchat.core.http.asgi_http import (
     SECURITY_HEADERS,
     body_read,
     disconnected,
     error_send,
     request_check,
 )
-from agentchat.core.db import run_db, run_db_heavy
-from agentchat.core.errors import AppError, ClientGone, error_http_response, internal_error
-from agentchat.core.heavy import HeavyGate, work_budget
+from agentchat.core.rules.errors import AppError, ClientGone, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class ApiLane:
     async def _heavy(
         self, scope: dict[str, Any], request: HttpRequest, match: ResolverMatch
     ) -> HttpResponse | None:
-        """A heavy request (``agentchat.core.heavy``): after the token's previous one, on the
+        """A heavy request (``agentchat.core.db.heavy``): after the token's previous one, on the
         heavy pool, within the work budget."""
         response: HttpResponse | None = await self.heavy_gate.run(
             HeavyGate.key(scope),
@@ -169,7 +169,7 @@ class ApiLane:
 
 
 def is_heavy(match: ResolverMatch, method: str | None) -> bool:
-    """Whether the view of ``match`` says that ``method`` is heavy (``agentchat.core.heavy``):
+    """Whether the view of ``match`` says that ``method`` is heavy (``agentchat.core.db.heavy``):
     ``heavy = True`` for all of its methods, or ``heavy_methods``."""
     view = getattr(match.func, "cls", None)
     if view is None:

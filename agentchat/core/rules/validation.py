@@ -30,7 +30,7 @@ from typing import Any, overload
 
 from django.conf import settings
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 18  # below 2**63: every integer we take fits a BIGINT column

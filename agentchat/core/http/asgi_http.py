@@ -7,7 +7,7 @@ long-poll (and the SSE endpoints to come), and the websocket handshake checks.
 - ``body_read`` reads a request body to the end (chunked or not), capped while it is read.
 - ``disconnected`` returns when the client goes away.
 - ``json_send`` / ``error_send`` answer with a JSON body of declared length; errors go through
-  the one renderer, ``agentchat.core.errors.error_render`` (the status from the error table, a
+  the one renderer, ``agentchat.core.rules.errors.error_render`` (the status from the error table, a
   401 with ``WWW-Authenticate``, a 405 with its ``Allow``).
 """
 
@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl
 from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
 
-from agentchat.core.errors import AppError, error_render
-from agentchat.core.validation import request_too_large
+from agentchat.core.rules.errors import AppError, error_render
+from agentchat.core.rules.validation import request_too_large
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]

@@ -23,8 +23,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
-from agentchat.core.errors import ERRORS, AppError, error_render
-from agentchat.core.validation import (
+from agentchat.core.rules.errors import ERRORS, AppError, error_render
+from agentchat.core.rules.validation import (
     field_size_check,
     invisible_problem,
     json_loads_strict,
@@ -56,7 +56,7 @@ class StrictJSONParser(JSONParser):
 class Documented:
     """A field that carries the JSON schema of its rules for the OpenAPI document:
     ``openapi={...}`` (a pattern, bounds, the JSON type of a raw field) is merged into what the
-    field maps to (agentchat.core.schema.DocumentedFieldExtension). Documentation only: the
+    field maps to (agentchat.core.http.schema.DocumentedFieldExtension). Documentation only: the
     field and the service still judge the value, with their own codes."""
 
     def __init__(self, *args: Any, openapi: dict[str, Any] | None = None, **kwargs: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 AGENT_NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?\Z")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -28,7 +28,7 @@ _WINDOWS_DEVICES = frozenset(
 )
 
 
-# The same rules as ECMA-262 patterns for the OpenAPI document (agentchat.core.schema; a test
+# The same rules as ECMA-262 patterns for the OpenAPI document (agentchat.core.http.schema; a test
 # checks that they agree with the functions below). ``$`` ends the string there.
 AGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"
 RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

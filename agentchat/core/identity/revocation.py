@@ -37,10 +37,10 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from agentchat.core.db import run_db
-from agentchat.core.layer import inbox_close
+from agentchat.core.db.transactions import run_db
+from agentchat.core.live.layer import inbox_close
+from agentchat.core.live.push import EVENT_TYPE, group_name, push_on_commit
 from agentchat.core.models import ApiToken
-from agentchat.core.push import EVENT_TYPE, group_name, push_on_commit
 
 logger = logging.getLogger(__name__)
 

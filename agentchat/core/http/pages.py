@@ -28,8 +28,8 @@ from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from rest_framework import serializers
 
-from agentchat.core.encode import json_bytes
-from agentchat.core.validation import int_parse
+from agentchat.core.rules.encode import json_bytes
+from agentchat.core.rules.validation import int_parse
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper

@@ -1,5 +1,5 @@
 """The schema and documentation pages (drf-spectacular's views) under the one query-parameter
-rule of the API (``agentchat.core.query``): each takes the parameters drf-spectacular reads and
+rule of the API (``agentchat.core.http.query``): each takes the parameters drf-spectacular reads and
 refuses any other. They stay out of the document they serve."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentchat.core.query import query_parameters
+from agentchat.core.http.query import query_parameters
 
 # Read by drf-spectacular's views: the document's language and API version.
 LANG = OpenApiParameter("lang", str)

@@ -17,7 +17,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from agentchat.core.db import call_on_loop
+from agentchat.core.db.transactions import call_on_loop
 
 logger = logging.getLogger(__name__)
 EVENT_TYPE = "agentchat.event"

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.metadata import SimpleMetadata
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 # How much of an unknown name an error quotes.

@@ -6,15 +6,15 @@ it).
 (``raises("TASK_NOT_FOUND", …)`` as its ``extend_schema(extensions=...)``; the hand-written wait
 carries the same ``x-error-codes`` key). ``error_responses_hook`` (a postprocessing hook) adds
 the common codes, groups the codes by their status in the one error table
-(``agentchat.core.errors.ERRORS``) and writes one response per status: a description listing
+(``agentchat.core.rules.errors.ERRORS``) and writes one response per status: a description listing
 each code with its meaning, and the ``Error`` body with ``code`` restricted to those codes. So
 the statuses, their descriptions and the codes a client may see come from the table and cannot
 drift from it; a code raised but not declared breaks the response schema (schemathesis sees it).
 
 **Constraints.** The patterns below are ECMA-262 regular expressions, as OpenAPI means them,
 anchored with ``^…$`` (without the multiline flag ``$`` is the end of the string: no trailing
-newline). Each is the schema spelling of a rule that lives in ``agentchat.core.validation`` or
-``agentchat.core.names``; ``tests/core/test_schema_patterns.py`` checks that they agree.
+newline). Each is the schema spelling of a rule that lives in ``agentchat.core.rules.validation`` or
+``agentchat.core.rules.names``; ``tests/core/test_schema_patterns.py`` checks that they agree.
 Rules a pattern cannot say (a byte length, Unicode normalization, the state of the database)
 are written in the field's description.
 """
@@ -33,16 +33,16 @@ from drf_spectacular.extensions import (
 )
 from drf_spectacular.utils import OpenApiParameter
 
-from agentchat.core.errors import ERRORS, UndeclaredErrorCode
-from agentchat.core.names import (
+from agentchat.core.http.pages import LIST_LIMIT_MAX
+from agentchat.core.rules.errors import ERRORS, UndeclaredErrorCode
+from agentchat.core.rules.names import (
     AGENT_NAME_PATTERN,
     CHANNEL_NAME_PATTERN,
     RECORD_ID_PATTERN,
     any_case,
 )
-from agentchat.core.pages import LIST_LIMIT_MAX
-from agentchat.core.records import MIN_LEASE_SECONDS
-from agentchat.core.validation import MAX_INT_DIGITS
+from agentchat.core.rules.records import MIN_LEASE_SECONDS
+from agentchat.core.rules.validation import MAX_INT_DIGITS
 
 # --- patterns ---------------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ TEXT_PATTERN = r"^[^\x00]*$"  # any text: every string refuses NUL
 ONE_LINE_PATTERN = rf"^[^{_CONTROLS}]*$"
 NON_BLANK_ONE_LINE_PATTERN = rf"^[^{_CONTROLS}]*[^{_CONTROLS}{_SPACES}][^{_CONTROLS}]*$"
 
-# Lock paths and files_hint (agentchat.core.paths): what a pattern can say of the rules.
+# Lock paths and files_hint (agentchat.core.rules.paths): what a pattern can say of the rules.
 # Refused characters (controls, bidi overrides, backslash, ':'), a leading '/', '..' segments,
 # percent-escapes, segments ending in a dot or a space, and Windows reserved names.
 _PATH_CHARS = r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\\:]"
@@ -117,7 +117,7 @@ WORKSPACE_PATH = {
 
 
 def lease_seconds() -> dict[str, Any]:
-    """A lease or lock duration (agentchat.core.records.duration_check)."""
+    """A lease or lock duration (agentchat.core.rules.records.duration_check)."""
     return {
         "type": "number",
         "minimum": MIN_LEASE_SECONDS,
@@ -127,7 +127,7 @@ def lease_seconds() -> dict[str, Any]:
 
 # Sizes: a pattern counts characters, the server bytes (UTF-8); a character is at most 4 bytes.
 def page_parameters(after: dict[str, Any], after_help: str) -> list[Any]:
-    """``limit`` and ``after`` of a paged list (agentchat.core.pages): ``after`` is the list's
+    """``limit`` and ``after`` of a paged list (agentchat.core.http.pages): ``after`` is the list's
     key (its schema given), exclusive."""
     return [
         OpenApiParameter(
@@ -161,7 +161,7 @@ JSON_VALUE_HELP = (
 
 
 def seq() -> dict[str, Any]:
-    """A seq in a query parameter (agentchat.core.validation.int_parse: ASCII digits)."""
+    """A seq in a query parameter (agentchat.core.rules.validation.int_parse: ASCII digits)."""
     return {"type": "integer", "minimum": 0, "maximum": 10**MAX_INT_DIGITS - 1}
 
 
@@ -178,15 +178,15 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
 
 
 class DocumentedFieldExtension(OpenApiSerializerFieldExtension):
-    """Fields of ``agentchat.core.api`` carry the rules of their values: a one-line text field
+    """Fields of ``agentchat.core.http.rest`` carry the rules of their values: a one-line text field
     gets the one-line pattern, any text field the no-NUL pattern, and ``openapi={...}`` given to
     the field is merged last (a pattern, bounds, a type for the raw JSON fields)."""
 
-    target_class = "agentchat.core.api.Documented"
+    target_class = "agentchat.core.http.rest.Documented"
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        from agentchat.core.api import RawJSONField, StrictCharField
+        from agentchat.core.http.rest import RawJSONField, StrictCharField
 
         field = self.target
         if isinstance(field, RawJSONField):
@@ -222,7 +222,7 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
     """Input serializers refuse unknown fields (``additionalProperties: false``) and may add
     rules across their fields as ``openapi_schema`` (``required`` adds to the required ones)."""
 
-    target_class = "agentchat.core.api.StrictSerializer"
+    target_class = "agentchat.core.http.rest.StrictSerializer"
     match_subclasses = True
 
     def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
@@ -232,7 +232,7 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
         if "__doc__" not in vars(type(self.target)) or not type(self.target).__doc__:
             schema.pop("description", None)  # not StrictSerializer's own docstring
         schema["additionalProperties"] = False
-        from agentchat.core.api import RawJSONField
+        from agentchat.core.http.rest import RawJSONField
 
         for name, field in self.target.fields.items():
             if isinstance(field, RawJSONField) and not field.nullable:
@@ -253,7 +253,7 @@ ERROR_CODES_KEY = "x-error-codes"
 COMMON_CODES = (
     "INVALID_HOST",
     "INVALID_VALUE",  # a query parameter given twice (request_check)
-    "UNKNOWN_FIELD",  # a query parameter the operation does not declare (agentchat.core.query)
+    "UNKNOWN_FIELD",  # a query parameter the operation does not declare (agentchat.core.http.query)
     "AUTH_REQUIRED",
     "AUTH_INVALID",
     "METHOD_NOT_ALLOWED",
@@ -262,7 +262,7 @@ COMMON_CODES = (
     "INTERNAL_ERROR",
 )
 # Operations that read a JSON body (the parser runs before the view).
-# INVISIBLE_CHARACTER: any one-line text field of a body (agentchat.core.validation).
+# INVISIBLE_CHARACTER: any one-line text field of a body (agentchat.core.rules.validation).
 BODY_CODES = (
     "INVALID_JSON",
     "INVALID_TEXT",
@@ -373,7 +373,7 @@ def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "agentchat.core.auth.BearerTokenAuthentication"
+    target_class = "agentchat.core.identity.auth.BearerTokenAuthentication"
     name = "bearer"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core import clock
-from agentchat.core.errors import AppError
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
 
 
 def ts_seconds(value: datetime) -> str:
@@ -109,7 +109,7 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
 
 def is_expired(expires_at: datetime, now: datetime | None = None) -> bool:
     """The reference's comparison for leases and locks alike: expired when the expiry is at or
-    before ``now`` (default: the precise clock, ``agentchat.core.clock.now``)."""
+    before ``now`` (default: the precise clock, ``agentchat.core.rules.clock.now``)."""
     return expires_at <= (clock.now() if now is None else now)
 
 

@@ -1,6 +1,6 @@
 """The one source of "now" for leases and locks, so tests can move time instead of sleeping.
 
-Call ``clock.now()`` through the module (``from agentchat.core import clock``), never bind the
+Call ``clock.now()`` through the module (``from agentchat.core.rules import clock``), never bind the
 function itself, or the ``clock`` test fixture cannot replace it.
 """
 

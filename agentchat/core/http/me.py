@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agentchat.core.auth import AgentRequest
-from agentchat.core.query import query_parameters
+from agentchat.core.http.query import query_parameters
+from agentchat.core.identity.auth import AgentRequest
 
 
 class MeOutput(serializers.Serializer[Any]):

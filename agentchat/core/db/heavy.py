@@ -4,7 +4,7 @@ A request that can cost more than a few milliseconds of database work (the state
 compaction, a search, a peek (up to a megabyte of messages), the lists, event reads: a view
 that says ``heavy = True``, or names the methods in ``heavy_methods``) is run by the API lane
 
-- on a pool of threads of its own (``agentchat.core.db.run_db_heavy``,
+- on a pool of threads of its own (``agentchat.core.db.transactions.run_db_heavy``,
   AGENTCHAT_DB_HEAVY_THREADS), so that it never holds the threads that posts, reads, peeks and
   acks need;
 - one at a time per token (``HeavyGate``): a second heavy request of the same token waits,
@@ -29,7 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 # SQLite calls the progress handler every this many virtual machine instructions (about a
 # millisecond of work here): often enough to stop close to the deadline, rarely enough that

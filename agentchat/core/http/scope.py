@@ -8,11 +8,11 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.http.request import validate_host
 
-from agentchat.core.asgi_http import scope_headers, scope_host
-from agentchat.core.auth import bearer_from_header
-from agentchat.core.errors import AppError
+from agentchat.core.http.asgi_http import scope_headers, scope_host
+from agentchat.core.identity.auth import bearer_from_header
+from agentchat.core.identity.services import token_authenticate
 from agentchat.core.models import Agent
-from agentchat.core.services import token_authenticate
+from agentchat.core.rules.errors import AppError
 
 
 def _first(values: list[str]) -> str | None:

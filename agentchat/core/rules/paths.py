@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from agentchat.core.errors import AppError
+from agentchat.core.rules.errors import AppError
 
 MAX_PATH_BYTES = 1024
 MAX_SEGMENT_BYTES = 255

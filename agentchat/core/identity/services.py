@@ -6,14 +6,14 @@ from typing import Any, cast
 
 from django.utils import timezone
 
-from agentchat.core.db import write_atomic
-from agentchat.core.errors import AppError
-from agentchat.core.humans import human_agent
+from agentchat.core.db.rows import RowSelect
+from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.humans import human_agent
+from agentchat.core.identity.revocation import REVOCATIONS_GROUP, REVOKED_KIND
+from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
-from agentchat.core.names import check_agent_name
-from agentchat.core.push import push_on_commit
-from agentchat.core.revocation import REVOCATIONS_GROUP, REVOKED_KIND
-from agentchat.core.rows import RowSelect
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name
 
 
 @write_atomic()
@@ -41,8 +41,8 @@ def token_create(*, agent: Agent, label: str = "") -> str:
 @write_atomic()
 def token_revoke(*, token: ApiToken) -> None:
     """Revoke a token: REST refuses it at once, and its live sessions (parked waits,
-    websockets) end within seconds (``agentchat.core.revocation``). The management command and
-    the admin's "Revoke token" both come here."""
+    websockets) end within seconds (``agentchat.core.identity.revocation``). The management command
+    and the admin's "Revoke token" both come here."""
     revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now()
     )

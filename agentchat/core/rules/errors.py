@@ -24,7 +24,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django.http import HttpResponse
 
-from agentchat.core.encode import json_bytes
+from agentchat.core.rules.encode import json_bytes
 from agentchat.exits import EXIT_CLAIM_LOST as EXIT_CLAIM_LOST  # the families, for callers
 from agentchat.exits import EXIT_PLAIN as EXIT_PLAIN
 from agentchat.exits import EXIT_USAGE as EXIT_USAGE
@@ -225,7 +225,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("IMPORT_INVALID_META", 400, "_meta.json is not a valid channel description"),
     ("IMPORT_INVALID_CURSOR", 400, "a cursor file holds no message number"),
     ("IMPORT_FOLDER_CHANGED", 409, "a file changed while it was being imported"),
-    # --- heavy requests (agentchat.core.heavy)
+    # --- heavy requests (agentchat.core.db.heavy)
     (
         "HEAVY_REQUEST_BUSY",
         429,

@@ -7,9 +7,9 @@ from typing import Any
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from agentchat.core.errors import AppError
+from agentchat.core.identity.services import token_authenticate
 from agentchat.core.models import Agent, ApiToken
-from agentchat.core.services import token_authenticate
+from agentchat.core.rules.errors import AppError
 
 
 def bearer_from_header(value: str | None) -> str | None:

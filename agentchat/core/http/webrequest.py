@@ -1,0 +1,98 @@
+"""Daphne's request class, bounded and lighter: a body is refused while it arrives, and no
+form is parsed. ``agentchat.serve`` installs it (``web_request_install``) before daphne starts.
+
+Nothing of Django, daphne or Twisted is imported at module level: the launcher imports this.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+# After a 413 the server reads and drops what the client still sends, for this long and up
+# to this many bytes, before it closes (see WebRequest._refuse).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
+
+
+def web_request_install() -> None:
+    """Daphne's request class, bounded and lighter (what daphne's HTTPFactory builds requests
+    with):
+
+    - **Bodies are bounded while they arrive.** Twisted reads a whole body before daphne hands
+      the request to the application, spilling anything over 100 KB to a temporary file, so
+      the application's limit (and its token check) came only after a client had sent all it
+      liked: 300 MB without a token filled /tmp, a ``Content-Length`` of 1 GB held a
+      connection. Here a declared length over AGENTCHAT_MAX_REQUEST_BYTES is refused before a
+      byte of the body is read, and a body (chunked or not) that grows past it is refused when
+      it does: 413 ``REQUEST_TOO_LARGE`` from the error table, then a lingering close (at most
+      LINGER_SECONDS and LINGER_BYTES more). What is kept is kept in memory (at most the
+      limit), never in a file.
+    - **No form parsing.** Daphne hands the application the raw body and never reads Twisted's
+      parsed form arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of
+      CPU per request on this machine kind, through the email package) and would decode a
+      multipart or URL-encoded body into a second copy in memory. Twisted's request takes a
+      flag for this.
+    """
+    from daphne import http_protocol
+    from django.conf import settings
+
+    from agentchat.core.rules.encode import json_bytes
+    from agentchat.core.rules.errors import error_body
+    from agentchat.core.rules.validation import request_too_large
+
+    limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
+    body = json_bytes(error_body(request_too_large(limit)))
+    refusal = (
+        b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+    )
+
+    # daphne is untyped: its WebRequest is Any to the type checker.
+    class WebRequest(http_protocol.WebRequest):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("parsePOSTFormSubmission", False)
+            self._body_size = 0
+            self._refused = False
+            self._discarded = 0
+            super().__init__(*args, **kwargs)
+
+        def gotLength(self, length: int | None) -> None:
+            self.content = io.BytesIO()
+            if length is not None and length > limit:
+                self._refuse()
+
+        def handleContentChunk(self, data: bytes) -> None:
+            if self._refused:
+                self._discarded += len(data)
+                if self._discarded > LINGER_BYTES:
+                    self.channel.loseConnection()
+                return
+            self._body_size += len(data)
+            if self._body_size > limit:
+                self._refuse()
+                return
+            self.content.write(data)
+
+        def process(self) -> None:
+            if not self._refused:
+                super().process()
+
+        def _refuse(self) -> None:
+            self._refused = True
+            self.content = io.BytesIO()
+            self.requestHeaders.removeHeader(b"Expect")  # no "100 Continue" after the answer
+            channel = self.channel
+            channel.transport.write(refusal)
+            # A lingering close: closing outright with the body still arriving makes the
+            # kernel answer it with a reset, which can reach the client before the 413 does.
+            # So the write side closes after the answer, what still comes is read and dropped
+            # (up to LINGER_BYTES), and the connection closes after LINGER_SECONDS at most.
+            if hasattr(channel.transport, "loseWriteConnection"):
+                channel.transport.loseWriteConnection()
+            from twisted.internet import reactor
+
+            # The reactor module is typed as its interface, whose methods declare no self.
+            reactor.callLater(LINGER_SECONDS, channel.loseConnection)  # type: ignore[arg-type]
+
+    http_protocol.WebRequest = WebRequest
