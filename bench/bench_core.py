@@ -11,7 +11,7 @@ measures HTTP posts/s (sequential and 8 concurrent clients),
 post -> websocket push and post -> wait latency, reading 10 new messages in a 100- and a
 100,000-message channel, and 1,000 parked waiters woken by one post. Then it measures the same
 operations through the reference CLI (``agent-chat-plugin`` in a cached scratch venv under
-/tmp) and prints a table with the ratios ours/reference and the targets of issue 2. Every loop
+/tmp) and prints a table with the ratios ours/reference and the targets set for it. Every loop
 has a count and a deadline; all traffic goes to 127.0.0.1. See bench/README.md.
 """
 
@@ -64,7 +64,7 @@ from rawhttp import HttpError, RawHttp
 from reference import REF_PACKAGE, REF_VENV_DEFAULT, Ref, ensure_ref_venv, ref_fill
 from report import Report, fmt, fmt_ratio, print_table, ratio
 
-REF_HISTORIC_8PROC = (24.0, 34.0)  # posts/s the reference managed with 8 processes (issue 2)
+REF_HISTORIC_8PROC = (24.0, 34.0)  # posts/s the reference managed with 8 processes
 WAIT_TIMEOUT_S = 120  # the long-poll timeout our waiters ask for; far beyond every deadline
 
 TARGETS = {
@@ -1059,7 +1059,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_reference
         else "Notes: ours = HTTP round trips to daphne. The reference CLI was not measured "
         "(--skip-reference); the 8-client target is judged against the 34 posts/s it reached "
-        "here before (issue 2)."
+        "here before."
     )
     if errors:
         print("Sections that failed: " + "; ".join(f"{k}: {v}" for k, v in errors.items()))

@@ -1,4 +1,4 @@
-"""Dashboard page times (issue 11, "Performance"): a channel of 10,000 messages and the channel
+"""Dashboard page times: a channel of 10,000 messages and the channel
 list with 200 channels, each opened by a signed-in person, against the 300 ms target.
 
     .venv/bin/python bench/bench_dashboard.py [--quick] [--postgres URL]

@@ -1,4 +1,4 @@
-"""Idle websocket subscribers (issue 8, item 6): server memory while subscribers stop reading.
+"""Idle websocket subscribers: server memory while subscribers stop reading.
 
     .venv/bin/python bench/bench_idle_subscribers.py [--subscribers 4] [--backlog-mb 30]
         [--posts 2000] [--json PATH]

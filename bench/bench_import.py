@@ -1,4 +1,4 @@
-"""Import benchmark: ``import_folder`` of a reference folder of 10,000 messages (issue 10).
+"""Import benchmark: ``import_folder`` of a reference folder of 10,000 messages.
 
     .venv/bin/python bench/bench_import.py [--messages 10000 50000] [--database-url URL]
                                            [--json PATH]

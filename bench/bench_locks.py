@@ -1,4 +1,4 @@
-"""Path-lock benchmark (issue 8 items 4 and 5): lock and check latency against the held paths,
+"""Path-lock benchmark: lock and check latency against the held paths,
 the glob patterns that once stalled the server, and a post's latency elsewhere meanwhile.
 
     .venv/bin/python bench/bench_locks.py [--quick] [--postgres URL] [--json PATH]

@@ -1,4 +1,4 @@
-"""Folder sync benchmark (issue 10 item 3): ``manage.py sync_folder`` of a channel of 100,000
+"""Folder sync benchmark: ``manage.py sync_folder`` of a channel of 100,000
 messages (time, peak RSS, files written), then an incremental sync after 10 new messages (time,
 files written), then a sync with nothing new, and a ``--verify`` sync that reads every file.
 

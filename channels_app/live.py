@@ -6,11 +6,11 @@ is always read back by seq, so a lost or late ring delays nothing that a later r
 or the wait's last look at its deadline does not recover.
 
 - ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The live endpoints of the wait
-  endpoint (and the SSE endpoints to come) authenticate, parse, call it and send
+  endpoint authenticate, parse, call it and send
   ``result.body()``.
 - ``message_stream(...)``: an async context manager that subscribes, opens a ``MessageStream``
   at ``since``, feeds it the channel's rings and watches the session's token. The websocket
-  endpoint (and the SSE endpoints to come) iterate the stream and send what it yields at the
+  endpoint iterate the stream and send what it yields at the
   pace their client reads; the iteration raises AUTH_INVALID once the token is revoked and
   CHANNEL_NOT_FOUND once the viewer may no longer see the channel.
 """

@@ -1,4 +1,4 @@
-"""Search across messages (issue 11): title and body, per channel or everywhere the searcher
+"""Search across messages: title and body, per channel or everywhere the searcher
 may see, newest first. The database's full-text search where there is one — SQLite's FTS5 (an
 external-content table kept by triggers), PostgreSQL's ``to_tsvector('simple', …)`` behind a
 GIN index (both made by migration 0007) — and a plain substring match elsewhere.

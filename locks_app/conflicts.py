@@ -8,7 +8,7 @@ other's. The candidates of a request are therefore the held entries whose anchor
 the ancestors-or-self of a requested anchor or lies below one: an equality or a prefix-range
 probe of the key's index for each (all in one query): a lock or check of
 concrete paths, or of patterns with a literal prefix, costs the same with 10 or 10,000 paths
-held (issue 8 item 5; ``bench/bench_locks.py``). Only a requested ``.`` or leading-wildcard
+held (``bench/bench_locks.py``). Only a requested ``.`` or leading-wildcard
 pattern (anchor ``.``) has every held entry as a candidate, as it may overlap any of them.
 
 Each candidate is then compared with the requested entries whose anchors it can meet: two

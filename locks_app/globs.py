@@ -14,7 +14,7 @@ non-empty segments without ``/``, so a pattern that can only match an unlockable
 (``[.]``) still counts as matching it: the only kind of false conflict; a conflict is never
 missed.
 
-Cost (issue 8 item 4: 64 patterns such as ``*a*b*…*p*x1q`` once took 7.7 s on the only
+Cost (64 patterns such as ``*a*b*…*p*x1q`` once took 7.7 s on the only
 database thread). Every step here is polynomial with a small constant, and a request pays for
 its steps from a ``WorkBudget``:
 

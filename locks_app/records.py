@@ -1,7 +1,7 @@
 """The lock record, its audit payloads and their spellings. Pure functions (no queries: a lock
 passed in carries its channel and its entries, as ``selectors`` loads them).
 
-One definition for the API and for the folder renderer of a later issue, which writes
+One definition for the API and for the folder renderer (agentchat/folder/render.py), which writes
 ``locks/<lock_id>.json`` with ``lock_file_bytes`` byte for byte as the reference does
 (REFERENCE-CLI §3.9: keys sorted, 2-space indent, ``ensure_ascii=False``, a final newline).
 Lock times are spelled with microseconds and ``+00:00``

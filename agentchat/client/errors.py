@@ -19,7 +19,7 @@ from agentchat.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PLAIN, EXIT_USAGE
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PLAIN", "EXIT_USAGE", "ClientError"]
 
-# (code, exit status, meaning): the README's client table is this one.
+# (code, exit status, meaning): the client table of docs/cli.md is this one.
 CLIENT_CODES: dict[str, tuple[int, str]] = {
     "SERVER_UNREACHABLE": (EXIT_PLAIN, "no server answers at the configured URL"),
     "SERVER_TIMEOUT": (EXIT_PLAIN, "a call took longer than its deadline (--call-timeout)"),
@@ -36,7 +36,7 @@ CLIENT_CODES: dict[str, tuple[int, str]] = {
 
 
 def client_codes_markdown() -> str:
-    """The README's table of the client's codes (a test keeps the README equal to this)."""
+    """The client's codes as docs/cli.md shows them (tests/test_docs.py keeps the page equal)."""
     lines = ["| code | exit | meaning |", "| --- | --- | --- |"]
     lines += [
         f"| `{code}` | {exit_} | {meaning} |" for code, (exit_, meaning) in CLIENT_CODES.items()

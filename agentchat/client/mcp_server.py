@@ -61,7 +61,7 @@ UNREAD_SCAN = 200  # the unread resource looks at most this many messages after 
 WS_MAX_FRAME = 4 * 1024 * 1024
 RECONNECT_FIRST = 0.5
 RECONNECT_MAX = 10.0
-# Close codes after which reconnecting cannot help (README "Live updates").
+# Close codes after which reconnecting cannot help (docs/live.md).
 WS_FINAL_CLOSES = {4401, 4404}
 STREAM_PATH = "/ws/channels/"  # the multiplexed stream
 INSTRUCTIONS = (
@@ -85,7 +85,7 @@ def uri_parse(uri: str) -> tuple[str, bool]:
 
 
 def relevant(message: dict[str, Any], me: str | None) -> bool:
-    """The server's relevance rule (README "Relevance"): a broadcast or addressed to ``me``,
+    """The server's relevance rule (docs/api.md, "Relevance"): a broadcast or addressed to ``me``,
     and not sent by ``me``. Unknown identity: every message counts."""
     if me is None:
         return True

@@ -1,4 +1,4 @@
-"""Message bodies as safe HTML for the dashboard (issue 11, "Safety"): a real markdown parser
+"""Message bodies as safe HTML for the dashboard: a real markdown parser
 with raw HTML off, then a sanitizer with an explicit allow-list. The page only ever inserts
 HTML made here; a message's raw body never reaches the browser as markup.
 

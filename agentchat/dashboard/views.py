@@ -1,4 +1,4 @@
-"""The dashboard's pages (issue 11): Django views with the session and CSRF middleware (not the
+"""The dashboard's pages: Django views with the session and CSRF middleware (not the
 API lane). Every page needs a signed-in user, who acts as their human agent
 (``identity.human_agent``) and sees what that agent may see."""
 

@@ -218,7 +218,7 @@ STRICT_PARAMETER = OpenApiParameter(
     "strict",
     {"type": "string", "enum": sorted(STRICT_WORDS)},
     description="1/true: fail with STATE_MALFORMED_SOURCE instead of passing over a message "
-    "the reference could not read (see the README)",
+    "the reference could not read (see docs/state.md)",
 )
 
 

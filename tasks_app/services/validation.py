@@ -11,7 +11,7 @@ follow the name rules (whole-string matches, so ``alice\\n`` is no owner).
 Work per request is bounded: each list holds at most ``LIST_MAX`` items, each string at most
 the field size (FIELD_TOO_LARGE), and every check is linear in its input.
 
-Pure: nothing here reads the database, so the folder import of a later issue can judge a
+Pure: nothing here reads the database, so the folder import can judge a
 record with the same rules before it writes anything.
 """
 

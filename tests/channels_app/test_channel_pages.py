@@ -1,4 +1,4 @@
-"""The channel list is paged (issue 8, "no client can hurt another"): ``limit`` and ``after``,
+"""The channel list is paged (so that no client can hurt another): ``limit`` and ``after``,
 at most ``limit`` channels and about AGENTCHAT_READ_MAX_BYTES of JSON per page, ``more`` and
 ``next``; members-only channels stay hidden; a page loads only its rows, and its unread counts
 are one query whatever the list's size."""

@@ -1,5 +1,5 @@
 """Each message is delivered once: two reads of one agent in one channel at once, and a client
-that goes away while its page is being committed (the review of issue 8's fixes).
+that goes away while its page is being committed (a review of the first hardening fixes).
 
 On PostgreSQL two reads could both start from the same cursor (each in its own transaction at
 READ COMMITTED) and deliver the same messages twice; the cursor could even move back. A wait

@@ -1,5 +1,5 @@
-"""``live.message_stream``: the stream's plain async interface, without ASGI (issue 9, item 2).
-The websocket endpoint and the SSE endpoints to come are thin layers over it."""
+"""``live.message_stream``: the stream's plain async interface, without ASGI.
+The websocket endpoints are thin layers over it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The multiplexed websocket ``/ws/channels/`` (issue 12): many channels on one connection,
+"""The multiplexed websocket ``/ws/channels/``: many channels on one connection,
 each subscription a ``message_stream`` with the single stream's guarantees; every frame the
 client gets wrong is answered with an error frame and the connection goes on; a channel lost
 from sight ends its subscription only; revocation closes the connection with 4401."""

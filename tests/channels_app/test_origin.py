@@ -1,4 +1,4 @@
-"""Websocket origins (issue 8, item 10): a browser session is served only to a page of the site
+"""Websocket origins: a browser session is served only to a page of the site
 itself (the Origin's scheme, host and port equal the request's); a token needs no Origin."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Paged read and wait (issue 8, item 3): at most ``limit`` messages and a byte budget per
+"""Paged read and wait: at most ``limit`` messages and a byte budget per
 response (at least one message); ``more: true`` while relevant messages remain, with the cursor
 on the last one delivered; otherwise the cursor moves to the channel's last seq. Nothing is
 skipped and nothing repeated across pages."""

@@ -1,4 +1,4 @@
-"""A read or wait that fails for any reason moves no cursor (issue 8, item 1): the page is
+"""A read or wait that fails for any reason moves no cursor: the page is
 rendered inside the transaction that moves the cursor. The failure is made real with a row
 that JSON cannot carry, written to the database directly, past every validation."""
 

@@ -1,4 +1,4 @@
-"""Revoking a token ends its live sessions (issue 8, item 9): a parked wait answers 401 and
+"""Revoking a token ends its live sessions: a parked wait answers 401 and
 moves nothing, an open websocket is closed with 4401 — by the revocation's ring (at once, and
 through Redis in every process) or by each process's look at its sessions' tokens (a command
 run elsewhere, a lost ring). A revoked token never moves a cursor, whatever a session has

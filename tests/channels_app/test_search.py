@@ -1,4 +1,4 @@
-"""Message search (issue 11): every word of the query in the title or the body, newest first,
+"""Message search: every word of the query in the title or the body, newest first,
 only where the searcher may see; on the database's full-text index (SQLite FTS5, PostgreSQL
 to_tsvector), whatever the query says."""
 

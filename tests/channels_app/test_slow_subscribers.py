@@ -1,4 +1,4 @@
-"""Websocket subscribers that stop reading (issue 8, item 6): the stream is sent only as fast
+"""Websocket subscribers that stop reading: the stream is sent only as fast
 as the connection drains, so a subscriber that stops reading holds a bounded amount of the
 server's memory, and one that stays full is closed (4408, a policy close); reconnecting with
 ``since`` loses nothing."""

@@ -1,4 +1,4 @@
-"""The websocket stream's handshake and frames (issue 8, item 7): everything is validated
+"""The websocket stream's handshake and frames: everything is validated
 before the stream joins its group, so a refused handshake leaves nothing subscribed; frames
 from the client get an error frame, never a 1011; unknown paths are refused, never a 500."""
 

@@ -1,4 +1,4 @@
-"""Approvals (issue 11, human in the loop): a needs-approval request is pending until an answer
+"""Approvals (human in the loop): a needs-approval request is pending until an answer
 (a reply with status approved or rejected) exists — the maintainer's, when the channel names
 one. The API lists them; the dashboard answers them."""
 

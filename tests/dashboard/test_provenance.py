@@ -1,4 +1,4 @@
-"""Provenance (issue 11): every message says whether a person or an agent sent it, from the
+"""Provenance: every message says whether a person or an agent sent it, from the
 sender's identity on the server, never from the request."""
 
 from __future__ import annotations

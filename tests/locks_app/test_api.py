@@ -182,7 +182,7 @@ def test_default_lease_is_300_seconds_and_fractions_are_kept(alice, review):
 
 
 def test_times_are_precise_so_a_one_second_lock_lasts_one_second(alice, bob, review, clock):
-    # Taken at xx.95: with "now" cut to the second it expired 0.05 s later (issue 8 item 11).
+    # Taken at xx.95: with "now" cut to the second it expired 0.05 s later.
     clock.current = clock.current.replace(microsecond=950_000)
     record = lock(alice, "src", lease_seconds=1).json()
     assert record["locked_at"].endswith(".950000+00:00")
@@ -872,7 +872,7 @@ def test_hostile_lock_bodies_get_a_clean_400(alice, review, body):
 
 # --- bounded work ----------------------------------------------------------------------------
 
-BOMB = "".join(f"*{c}" for c in "abcdefghijklmnop")  # issue 8 item 4: 17 wildcards with *x1q
+BOMB = "".join(f"*{c}" for c in "abcdefghijklmnop")  # 17 wildcards with *x1q
 
 
 @pytest.mark.parametrize("endpoint", ["", "check/"])

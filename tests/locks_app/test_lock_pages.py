@@ -1,4 +1,4 @@
-"""The lock list is paged like the other lists (issue 8: expired locks are kept, so the list has
+"""The lock list is paged like the other lists (expired locks are kept, so the list has
 no bound of its own): ``limit`` and ``after`` (a lock id), at most ``limit`` locks and about
 AGENTCHAT_READ_MAX_BYTES a page; a page loads only the locks it sends."""
 

@@ -153,7 +153,7 @@ _WILDCARD = re.compile(r"\*+|\?|\[[!^]?\]?[^]]*\]")
 
 
 def _lock_wildcards(path: Any) -> int:
-    """Wildcards of a lock path as its README states them: ``*`` runs, ``?``, ``[…]`` classes
+    """Wildcards of a lock path as docs/locks.md states them: ``*`` runs, ``?``, ``[…]`` classes
     and ``**`` segments."""
     if not isinstance(path, str):
         return 0

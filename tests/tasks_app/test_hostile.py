@@ -4,7 +4,7 @@ enormous value gets a clean 4xx with its stable code and changes nothing.
 
 Through the API the JSON layer refuses lone surrogates and NUL anywhere (INVALID_TEXT) before
 any view runs; the services refuse them again with the field's own code, because the admin,
-commands and the coming folder import call them without the REST layer."""
+commands and the folder import call them without the REST layer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The task list is paged (issue 8: 60 tasks of 1,000 acceptance lines of 700 bytes answered
+"""The task list is paged (60 tasks of 1,000 acceptance lines of 700 bytes answered
 40 MB): ``limit`` and ``after`` (a task id), with the ``status``/``owner`` filters; at most
 ``limit`` tasks and about AGENTCHAT_READ_MAX_BYTES a page; a page loads only the tasks it
 sends."""

@@ -1,5 +1,5 @@
 """ASGI HTTP plumbing shared by everything served before Django: the API lane, the wait
-long-poll (and the SSE endpoints to come), and the websocket handshake checks.
+long-poll, and the websocket handshake checks.
 
 - ``request_check(scope, …)``: the one request-validation path (foreign Host, duplicate
   Authorization, method, Accept), so every surface refuses the same requests with the same

@@ -27,7 +27,7 @@ What the lane skips, so that nothing under ``/api/`` may rely on it:
   unhandled error is logged here and answered 500 ``INTERNAL_ERROR``); and Django's
   ``handler404`` / ``handler500`` (the lane answers those codes itself).
 
-So the dashboard of a later issue must not serve its session-authenticated pages, forms or JSON
+So the dashboard must not serve its session-authenticated pages, forms or JSON
 fragments under ``/api/``: there they would find no session, no logged-in user and no CSRF
 protection. Its routes go through Django (``agentchat.urls``, outside ``/api/``) with the full
 middleware; anything it needs on every request belongs in middleware there, not in a request

@@ -1,4 +1,4 @@
-"""Paged lists (issue 8, "no client can hurt another"): one mechanism for every list endpoint
+"""Paged lists (so that no client can hurt another): one mechanism for every list endpoint
 (channels, a channel's tasks, its locks) and the surfaces that will list them too.
 
 A page is at most ``limit`` items (1-``LIST_LIMIT_MAX``, default the maximum) and about

@@ -1,4 +1,4 @@
-"""The agent identity of a signed-in person (issue 11, "Human identity"; the dashboard and the
+"""The agent identity of a signed-in person (the dashboard and the
 admin act as it, so what a person posts says ``sender_kind: human``): a human agent linked
 one-to-one to the Django user, made on first sign-in and named after the username (lowercased,
 every character outside ``[a-z0-9._-]`` replaced by ``-``, trimmed to the agent-name rule). An

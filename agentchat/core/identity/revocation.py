@@ -1,4 +1,4 @@
-"""Revocation ends live sessions (DESIGN §5): parked waits, websockets and, later, SSE streams.
+"""Revocation ends live sessions (DESIGN §5): parked waits and websockets.
 
 A session opened with a token registers here (``token_watch``) and gets an ``asyncio.Event``
 that is set once the token is revoked. One watcher task per event loop learns of revocations

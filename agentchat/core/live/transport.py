@@ -11,7 +11,7 @@ nowhere else) and reads that flag. Anywhere else (the tests' communicators, anot
 server, daphne serving TLS itself) it knows nothing and never reports the connection full: a
 subscriber that stops reading is then bounded by nothing here, so the first such stream of a
 process logs a warning. Serve with ``python -m agentchat.serve`` (daphne on plain TCP; TLS in
-the reverse proxy), as the README says.
+the reverse proxy), as docs/live.md says.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ code can be found by grep; raising an undeclared code is a programming error
 
 Every surface turns an error into its answer through ``error_render``: the DRF exception
 handler, the API lane, the 404/500 handlers, the wait endpoint, websocket error frames and
-management commands (``error_command``); the coming CLI, MCP server and SSE endpoints will too.
+management commands (``error_command``); the CLI and the MCP server render the same codes.
 
 Exit families are the reference CLI's (REFERENCE-CLI §5): 1 for plain errors (every
 ``PATH_LOCK_*`` and ``STATE_*`` code among them), 2 for ``TASK_*``, ``LEASE_*``, ``EVENT_*`` and
@@ -357,7 +357,7 @@ def error_http_response(exc: AppError) -> HttpResponse:
 
 
 def error_table_markdown() -> str:
-    """The table as the README shows it (a test keeps the README equal to this)."""
+    """The table as docs/errors.md shows it (tests/test_docs.py keeps the page equal to this)."""
     lines = ["| code | HTTP | exit | meaning |", "| --- | --- | --- | --- |"]
     lines += [
         f"| `{spec.code}` | {spec.status} | {spec.exit} | {spec.meaning} |"

@@ -17,7 +17,7 @@
   dashboard shows each one as a visible mark: ``agentchat.dashboard.markdown``).
 
 Services call these too (not only the API), because the admin, management commands and the
-coming folder import reach services without the REST layer.
+folder import reach services without the REST layer.
 """
 
 from __future__ import annotations
