@@ -279,3 +279,29 @@ def auth(token: str) -> dict[str, str]:
 # Keep sys.path sane for `python -m pytest` from anywhere.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture
+def assert_max_queries() -> Callable[[int], Any]:
+    """``django_assert_max_num_queries`` for a request that may be heavy: the work budget's
+    own statements (PostgreSQL's ``SET statement_timeout`` and its reset, none on SQLite) are
+    not the view's queries and are not counted."""
+    import contextlib
+
+    from django.test.utils import CaptureQueriesContext
+
+    @contextlib.contextmanager
+    def at_most(limit: int) -> Iterator[list[str]]:
+        with CaptureQueriesContext(connection) as context:
+            counted: list[str] = []
+            yield counted
+        counted.extend(
+            query["sql"]
+            for query in context.captured_queries
+            if not query["sql"].startswith(("SET statement_timeout", "SET LOCAL statement_timeout"))
+        )
+        assert len(counted) <= limit, (
+            f"{len(counted)} queries, at most {limit} expected:\n" + "\n".join(counted)
+        )
+
+    return at_most

@@ -82,7 +82,7 @@ def test_list_shows_topic_members_last_seq_and_unread(alice, bob, review):
     assert channel["members"] == ["alice", "bob"]
 
 
-def test_list_counts_unread_per_channel_in_one_query(alice, bob, django_assert_max_num_queries):
+def test_list_counts_unread_per_channel_in_one_query(alice, bob, assert_max_queries):
     for name in ("c1", "c2", "c3"):
         assert alice.post("/api/v1/channels/", {"name": name}, format="json").status_code == 201
     for i in range(3):
@@ -90,7 +90,7 @@ def test_list_counts_unread_per_channel_in_one_query(alice, bob, django_assert_m
     post(alice, channel="c2", title="to bob", to="bob")
     post(alice, channel="c2", title="to carol", to="carol")
     assert bob.post("/api/v1/channels/c1/ack/", {"seq": 2}, format="json").status_code == 200
-    with django_assert_max_num_queries(3):  # authentication, then the list
+    with assert_max_queries(3):  # authentication, then the list
         listed = bob.get("/api/v1/channels/").json()["channels"]
     assert [(c["name"], c["cursor"], c["unread"]) for c in listed] == [
         ("c1", 2, 1),

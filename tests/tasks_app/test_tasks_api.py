@@ -232,16 +232,14 @@ def test_list_says_what_is_ready_and_what_blocks(alice, bob, backend):
     ]
 
 
-def test_list_costs_the_same_queries_for_one_task_or_many(
-    alice, backend, django_assert_max_num_queries
-):
+def test_list_costs_the_same_queries_for_one_task_or_many(alice, backend, assert_max_queries):
     created(alice, "A")
     for i in range(10):
         created(alice, f"T{i}", depends_on=["A"])
     created(alice, "Z", depends_on=["T0", "T1"])
     # Authentication, the channel, the page's plan (keys and sizes of 8 tasks, then of the
     # next 16: agentchat.core.http.pages), the tasks with their channel and lease, their links.
-    with django_assert_max_num_queries(6):
+    with assert_max_queries(6):
         tasks = alice.get(tasks_url()).json()["tasks"]
     assert len(tasks) == 12
     assert tasks[-1]["depends_on"] == ["T0", "T1"]
