@@ -3,7 +3,7 @@
 Each table sits between ``<!-- NAME:begin -->`` and ``<!-- NAME:end -->`` in exactly one of
 README.md and docs/*.md, and is rendered from the code: the error table from
 ``agentchat.core.rules.errors``, the client's codes from ``agentchat.client.errors``.
-``tests/test_docs.py`` fails while one is stale; this rewrites them:
+``tests/project/test_docs.py`` fails while one is stale; this rewrites them:
 
     .venv/bin/python -m tests.docs_tables --write
 """

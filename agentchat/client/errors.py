@@ -36,7 +36,8 @@ CLIENT_CODES: dict[str, tuple[int, str]] = {
 
 
 def client_codes_markdown() -> str:
-    """The client's codes as docs/cli.md shows them (tests/test_docs.py keeps the page equal)."""
+    """The client's codes as docs/cli.md shows them (tests/project/test_docs.py keeps the page
+    equal)."""
     lines = ["| code | exit | meaning |", "| --- | --- | --- |"]
     lines += [
         f"| `{code}` | {exit_} | {meaning} |" for code, (exit_, meaning) in CLIENT_CODES.items()

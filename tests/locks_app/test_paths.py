@@ -20,12 +20,12 @@ from locks_app.globs import (
     wildcard_count,
 )
 from locks_app.paths import MAX_PATHS, path_normalize, paths_normalize
-from tests.core.test_paths import INVALID as REFUSED
-from tests.core.test_paths import WORKSPACE_PATH_TABLE
+from tests.core.rules.test_paths import INVALID as REFUSED
+from tests.core.rules.test_paths import WORKSPACE_PATH_TABLE
 
 INVALID = "PATH_LOCK_INVALID_PATH"
 
-# Glob syntax on top of the floor's table (tests/core/test_paths.py), which holds for lock
+# Glob syntax on top of the floor's table (tests/core/rules/test_paths.py), which holds for lock
 # paths too except where a line here says otherwise.
 GLOB_TABLE = [
     ("src/**/*.py", "src/**/*.py"),

@@ -66,7 +66,8 @@ def test_one_line_fields_refuse_line_separators_and_controls(
         error(update(alice, "T", **{field: value}), 400, code)
 
 
-# (U+200B and the other invisible format characters are refused: tests/test_invisible_characters.py)
+# (U+200B and the other invisible format characters are refused:
+# tests/core/rules/test_invisible_characters.py)
 @pytest.mark.parametrize("text", ["Désign — schéma 😀", "\u00a0x", "tab-free"])
 def test_one_line_fields_keep_ordinary_unicode(alice, backend, text):
     body = created(alice, "T", title=text, branch=text, acceptance=[text])

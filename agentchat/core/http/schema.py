@@ -14,7 +14,7 @@ drift from it; a code raised but not declared breaks the response schema (schema
 **Constraints.** The patterns below are ECMA-262 regular expressions, as OpenAPI means them,
 anchored with ``^…$`` (without the multiline flag ``$`` is the end of the string: no trailing
 newline). Each is the schema spelling of a rule that lives in ``agentchat.core.rules.validation`` or
-``agentchat.core.rules.names``; ``tests/core/test_schema_patterns.py`` checks that they agree.
+``agentchat.core.rules.names``; ``tests/core/http/test_schema.py`` checks that they agree.
 Rules a pattern cannot say (a byte length, Unicode normalization, the state of the database)
 are written in the field's description.
 """

@@ -357,7 +357,8 @@ def error_http_response(exc: AppError) -> HttpResponse:
 
 
 def error_table_markdown() -> str:
-    """The table as docs/errors.md shows it (tests/test_docs.py keeps the page equal to this)."""
+    """The table as docs/errors.md shows it (tests/project/test_docs.py keeps the page equal to
+    this)."""
     lines = ["| code | HTTP | exit | meaning |", "| --- | --- | --- | --- |"]
     lines += [
         f"| `{spec.code}` | {spec.status} | {spec.exit} | {spec.meaning} |"

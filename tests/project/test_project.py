@@ -14,8 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from agentchat.core.models import Agent, ApiToken, token_digest
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 @pytest.mark.django_db
@@ -52,8 +51,7 @@ def test_the_version_is_the_project_s():
 
     from django.conf import settings
 
-    root = Path(__file__).resolve().parent.parent
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["version"] == settings.VERSION
     assert project["version"] == settings.SPECTACULAR_SETTINGS["VERSION"]
 
@@ -121,8 +119,7 @@ def test_openapi_schema_is_valid_without_warnings(tmp_path):
 def test_the_roof_is_an_installed_app_so_its_management_commands_load():
     # Django looks for commands in <app path>/management/commands/ of every installed app.
     config = apps.get_app_config("agentchat")
-    root = Path(__file__).resolve().parent.parent
-    assert Path(config.path) == root / "agentchat"
+    assert Path(config.path) == ROOT / "agentchat"
     assert (Path(config.path) / "management" / "commands" / "__init__.py").is_file()
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentchat.datadir import SECRET_KEY_FILE, secret_key_ensure, secret_key_read
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 def run_python(args: list[str], data: Path, **env: str) -> subprocess.CompletedProcess[str]:

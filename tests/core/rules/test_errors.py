@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ from agentchat.core.rules.errors import (
     error_render,
 )
 from tests.commands import manage, manage_env
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
     path
     for package in ("agentchat", "channels_app", "tasks_app", "locks_app")

@@ -13,8 +13,7 @@ import httpx
 import pytest
 
 from agentchat import serve
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
 
 
 def affinity_after(choice: str, port: int) -> tuple[str, set[int]]:

@@ -6,15 +6,12 @@ from __future__ import annotations
 import asyncio
 import runpy
 import uuid
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.utils.module_loading import import_string
 
-from tests.conftest import redis_reachable, redis_url_for_tests, require_service
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT, redis_reachable, redis_url_for_tests, require_service
 
 
 def with_db(url: str, db: int) -> str:

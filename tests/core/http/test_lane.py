@@ -111,7 +111,7 @@ def test_a_foreign_host_header_is_refused(live, alice):
 
 def test_an_oversized_body_is_refused_and_the_server_stays_up(live, alice):
     # The server refuses a declared length over 768 KiB before reading the body (413), closes
-    # that connection (tests/test_body_bounds.py), and goes on serving.
+    # that connection (tests/core/http/test_body_bounds.py), and goes on serving.
     size = 8 * 1024 * 1024
     with socket.create_connection(("127.0.0.1", live.port), timeout=30) as sock:
         head = (

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from django.apps import apps
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 ROOF = ROOT / "agentchat"
 # Below the roof, or not Django's: the floor owns its own tables, migrations must use the
 # historical models they are given, the client has no database.
