@@ -585,7 +585,7 @@ async def resource_body(hub: Hub, channel: str, *, unread: bool) -> dict[str, An
         "last_seq": detail.get("last_seq"),
         "unread": detail.get("unread"),
         "messages": messages,
-        "more": len(page["messages"]) >= UNREAD_SCAN,
+        "more": page["more"],  # the page may stop short of UNREAD_SCAN (a byte budget)
     }
 
 

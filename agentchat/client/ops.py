@@ -89,16 +89,18 @@ def stalled(path: str) -> ClientError:
 
 
 def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, Any]]:
-    """Every message after ``after``, in seq order, a page at a time (moves no cursor)."""
+    """Every message after ``after``, in seq order, a page at a time (moves no cursor). A page
+    may be shorter than asked (the server stops at a byte budget): only its ``more`` says
+    whether later messages remain."""
     path = f"channels/{seg(channel)}/messages/"
     while True:
         batch = client.request(
             "GET", path, params={"after": after, "limit": PEEK_PAGE}, expect=shapes.PEEK
         )
         yield from batch["messages"]
-        if len(batch["messages"]) < PEEK_PAGE:
+        if not batch["more"]:
             return
-        if batch["messages"][-1]["seq"] <= after:
+        if not batch["messages"] or batch["messages"][-1]["seq"] <= after:
             raise stalled(path)
         after = batch["messages"][-1]["seq"]
 

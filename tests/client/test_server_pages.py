@@ -1,0 +1,71 @@
+"""The client follows the server's pages by their ``more``, never by their length: a peek page
+stops at the server's byte budget (AGENTCHAT_READ_MAX_BYTES, about a megabyte) however many
+messages were asked for, and an events read pages forward from the start."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agentchat.client import ops
+from agentchat.client.api import Client
+from agentchat.client.mcp_server import Hub, resource_body
+from tests.client.cli_run import Agentchat
+
+BIG = 450 * 1024  # three of them are past the byte budget of one page, two are not
+
+
+@pytest.fixture
+def big(live, make_agent, tmp_path):
+    """Alice's channel ``big`` with three broadcasts of 450 KB each (one page holds two), and
+    bob's ``Agentchat``."""
+    _, alice_token = make_agent("alice")
+    _, bob_token = make_agent("bob")
+    alice = Agentchat(live.url, alice_token, tmp_path)
+    assert alice("init", "big").returncode == 0
+    with Client(live.url, alice_token) as client:
+        for n in range(3):
+            client.request(
+                "POST", "channels/big/messages/", json={"title": f"m{n}", "body": "x" * BIG}
+            )
+        # The premise: the server cuts a page of these short and says so.
+        page = client.request("GET", "channels/big/messages/", params={"after": 0})
+        assert len(page["messages"]) < 3 and page["more"] is True
+    return Agentchat(live.url, bob_token, tmp_path), bob_token
+
+
+def seqs(result) -> list[int]:
+    assert result.returncode == 0, result.stderr
+    return [m["seq"] for m in json.loads(result.stdout)["messages"]]
+
+
+def test_read_all_follows_a_page_cut_by_the_byte_budget_and_acks_the_last(big):
+    bob, _ = big
+    assert seqs(bob("read", "big", "--all", "--peek", "--json")) == [1, 2, 3]
+    assert seqs(bob("read", "big", "--peek", "--json")) == [1, 2, 3]
+    assert seqs(bob("read", "big", "--all", "--json")) == [1, 2, 3]
+    assert json.loads(bob("roster", "big", "--json").stdout)["cursor"] == 3
+
+
+def test_peek_n_shows_n_messages_when_a_page_is_cut_short(big):
+    bob, _ = big
+    assert seqs(bob("peek", "big", "-n", "3", "--json")) == [1, 2, 3]
+    assert seqs(bob("peek", "big", "-n", "2", "--json")) == [2, 3]
+    assert seqs(bob("peek", "big", "-n", "1", "--json")) == [3]
+    assert seqs(bob("peek", "big", "-n", "5000", "--json")) == [1, 2, 3]
+
+
+def test_wait_finds_every_message_past_a_cut_page(live, big):
+    _, token = big
+    with Client(live.url, token) as client:
+        found, seen, more = ops.wait_found(client, "big", "bob", timeout=5)
+    assert [m["seq"] for m in found] == [1, 2, 3] and seen == 3 and more is False
+
+
+def test_the_unread_resource_says_more_when_the_server_cut_its_page(live, big):
+    _, token = big
+    with Client(live.url, token) as client:
+        body = asyncio.run(resource_body(Hub(client, None), "big", unread=True))  # type: ignore[arg-type]
+    assert len(body["messages"]) < 3 and body["more"] is True
