@@ -25,12 +25,11 @@ from websockets.sync.client import ClientConnection, connect
 
 from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
+from agentchat.client.backoff import Backoff
 from agentchat.client.errors import ClientError
 
 TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
 PEEK_PAGE = 200
-BACKOFF_FIRST = 0.05
-BACKOFF_CAP = 1.0
 ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed over
 
 
@@ -103,26 +102,6 @@ def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, A
         if not batch["messages"] or batch["messages"][-1]["seq"] <= after:
             raise stalled(path)
         after = batch["messages"][-1]["seq"]
-
-
-class Backoff:
-    """Capped exponential delays, never past a deadline."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.delay = BACKOFF_FIRST
-
-    def sleep(self) -> bool:
-        """Sleep the next delay; False (without sleeping) when the deadline has passed."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(self.delay, left))
-        self.delay = min(self.delay * 2, BACKOFF_CAP)
-        return True
-
-    def reset(self) -> None:
-        self.delay = BACKOFF_FIRST
 
 
 class WaitTimeout(Exception):
