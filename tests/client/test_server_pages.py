@@ -69,3 +69,28 @@ def test_the_unread_resource_says_more_when_the_server_cut_its_page(live, big):
     with Client(live.url, token) as client:
         body = asyncio.run(resource_body(Hub(client, None), "big", unread=True))  # type: ignore[arg-type]
     assert len(body["messages"]) < 3 and body["more"] is True
+
+
+def test_event_read_prints_every_event_past_one_page(live, make_agent, tmp_path):
+    """1,001 events, one more than a page: all printed, in order, from the first."""
+    from django.db import transaction
+
+    from channels_app import services
+    from channels_app.models import Channel
+
+    _, token = make_agent("alice")
+    alice = Agentchat(live.url, token, tmp_path)
+    assert alice("init", "ev").returncode == 0
+    channel = Channel.objects.get(name="ev")
+    with transaction.atomic():  # one commit: the events' rows are what is tested, not posting
+        for n in range(1001):
+            services.event_post(
+                channel=channel, agent="alice", type="status", harness="h", status="busy",
+                detail=f"d{n}",
+            )  # fmt: skip
+    result = alice("event", "read", "ev", "--json")
+    assert result.returncode == 0, result.stderr
+    details = [item["event"]["detail"] for item in json.loads(result.stdout)["events"]]
+    assert details == [f"d{n}" for n in range(1001)]
+    lines = alice("event", "read", "ev").stdout.splitlines()
+    assert len(lines) == 1001 and "d0" in lines[0] and "d1000" in lines[-1]
