@@ -52,9 +52,15 @@ def identity(client: Client, claimed: str | None) -> str:
     return name
 
 
-def relevant(message: dict[str, Any], agent: str) -> bool:
-    """The server's relevance: broadcast or addressed to ``agent``, and not sent by it."""
-    return message["from"] != agent and (not message["to"] or agent in message["to"])
+def relevant(message: dict[str, Any], agent: str | None) -> bool:
+    """The server's relevance rule (docs/api.md, "Relevance"): a broadcast or addressed to
+    ``agent``, and not sent by it. Unknown identity (None): every message counts."""
+    if agent is None:
+        return True
+    to = message.get("to") or []
+    if not isinstance(to, list):
+        to = []  # an odd record: told, so that a read shows it
+    return message.get("from") != agent and (not to or agent in to)
 
 
 def pages(

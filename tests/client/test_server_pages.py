@@ -94,3 +94,17 @@ def test_event_read_prints_every_event_past_one_page(live, make_agent, tmp_path)
     assert details == [f"d{n}" for n in range(1001)]
     lines = alice("event", "read", "ev").stdout.splitlines()
     assert len(lines) == 1001 and "d0" in lines[0] and "d1000" in lines[-1]
+
+
+def test_one_relevance_rule_for_the_cli_and_the_mcp_server():
+    from agentchat.client import mcp_server
+
+    assert mcp_server.relevant is ops.relevant
+    assert ops.relevant({"seq": 1, "from": "bob", "to": ["alice"]}, "alice")
+    assert not ops.relevant({"seq": 1, "from": "bob", "to": ["carol"]}, "alice")
+    assert not ops.relevant({"seq": 1, "from": "alice", "to": []}, "alice")
+    # An odd record (no recipients, or not a list of them) counts as a broadcast, unknown
+    # identity counts everything: shown rather than a traceback.
+    assert ops.relevant({"seq": 1, "from": "bob"}, "alice")
+    assert ops.relevant({"seq": 1, "from": "bob", "to": "carol"}, "alice")
+    assert ops.relevant({"seq": 1, "from": "alice", "to": []}, None)
