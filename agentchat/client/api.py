@@ -11,6 +11,12 @@ Every call has a deadline for the whole of it (``call_timeout`` seconds, default
 config file): httpx's timeouts bound each read, so a server dripping its answer a byte at a
 time would hold a call for ever. Each socket read and write of a call waits at most what is
 left of it (``_DeadlineBackend``), and a call past it is ``SERVER_TIMEOUT``.
+
+A heavy request (a peek, a list, the state) refused 429 ``HEAVY_REQUEST_BUSY`` (this token's
+other heavy requests fill the server's queue; nothing was run) is tried again with a capped
+backoff (``agentchat.client.backoff``) within that deadline; past it the error is raised,
+``transient``. A 503 ``WORK_BUDGET_EXCEEDED`` is not transient: the same request would run
+out of its budget again.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import httpcore
 import httpx
 
 from agentchat.client import shapes
+from agentchat.client.backoff import Backoff
 from agentchat.client.config import CALL_TIMEOUT, Config
 from agentchat.client.errors import ClientError, one_line
 
@@ -40,6 +47,8 @@ TOKEN_HINT = (
     "make a token on the server (`.venv/bin/python manage.py create_agent_token NAME`), "
     "then pass --token or set AGENT_CHAT_TOKEN"
 )
+# The server's answer (429) to a heavy request while this token's others fill its queue.
+BUSY = "HEAVY_REQUEST_BUSY"
 CHANNEL_HINT = "list channels with `agentchat channels`, create one with `agentchat init NAME`"
 
 
@@ -200,19 +209,58 @@ class Client:
         total = self.call_timeout if timeout is None else timeout
         if self.until is not None:
             total = min(total, max(0.0, self.until - time.monotonic()))
+        deadline = time.monotonic() + total
+        backoff = Backoff(deadline)
+        while True:
+            try:
+                response = self._send(method, full, content, clean_params, headers, total, deadline)
+                body = self._answer(response, raw, accept)
+                break
+            except ClientError as error:
+                # A heavy request refused because this token's others fill the server's queue
+                # was not run at all: retried, with the backoff, while the call has time left
+                # for another try.
+                busy = error.status == 429 and error.code == BUSY
+                if not busy or deadline - time.monotonic() <= backoff.delay:
+                    raise
+                backoff.sleep()
+        if expect is not None:
+            parsed = body
+            if raw and isinstance(body, str):
+                try:
+                    parsed = jsonlib.loads(body)
+                except ValueError as exc:
+                    raise ClientError(
+                        "BAD_RESPONSE", f"the server at {self.url} answered malformed JSON"
+                    ) from exc
+            shapes.check(parsed, expect, f"{method} {full}")
+        return body
+
+    def _send(
+        self,
+        method: str,
+        full: str,
+        content: bytes | None,
+        params: dict[str, str],
+        headers: dict[str, str],
+        total: float,
+        deadline: float,
+    ) -> httpx.Response:
+        """One try of a call of ``total`` seconds that must be over by ``deadline``."""
         started = time.monotonic()
-        token = _DEADLINE.set(started + total)
+        left = max(0.0, deadline - started)
+        token = _DEADLINE.set(deadline)
         try:
-            response = self._http.request(
+            return self._http.request(
                 method,
                 full,
                 content=content,
-                params=clean_params,
+                params=params,
                 headers=headers,
-                timeout=httpx.Timeout(min(READ_TIMEOUT, total), connect=CONNECT_TIMEOUT),
+                timeout=httpx.Timeout(min(READ_TIMEOUT, left), connect=CONNECT_TIMEOUT),
             )
         except httpx.TimeoutException as exc:
-            if isinstance(exc, httpx.ConnectTimeout) and time.monotonic() - started < total:
+            if isinstance(exc, httpx.ConnectTimeout) and time.monotonic() - started < left:
                 raise self._unreachable("connection timed out") from exc
             raise ClientError(
                 "SERVER_TIMEOUT",
@@ -230,18 +278,6 @@ class Client:
             ) from exc
         finally:
             _DEADLINE.reset(token)
-        body = self._answer(response, raw, accept)
-        if expect is not None:
-            parsed = body
-            if raw and isinstance(body, str):
-                try:
-                    parsed = jsonlib.loads(body)
-                except ValueError as exc:
-                    raise ClientError(
-                        "BAD_RESPONSE", f"the server at {self.url} answered malformed JSON"
-                    ) from exc
-            shapes.check(parsed, expect, f"{method} {full}")
-        return body
 
     def _unreachable(self, reason: str) -> ClientError:
         where = f"; the URL came from {self.url_source}" if self.url_source else ""
@@ -314,7 +350,12 @@ class Client:
             message = f"{message}: {TOKEN_HINT}"
         elif code == "CHANNEL_NOT_FOUND":
             message = f"{message} ({CHANNEL_HINT})"
-        return ClientError(code, message, detail, status=status, transient=status == 503)
+        # 503 is the server unable to take the request now, but for a heavy request that ran
+        # out of its work budget: the same request would run out again.
+        transient = (status == 503 and code != "WORK_BUDGET_EXCEEDED") or (
+            status == 429 and code == BUSY
+        )
+        return ClientError(code, message, detail, status=status, transient=transient)
 
 
 def _wants_json(accept: str) -> bool:

@@ -49,6 +49,7 @@ from agentchat.client.api import Client, seg
 from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError
 from agentchat.client.mcp_tools import TOOLS, TOOLS_BY_NAME, Tool
+from agentchat.client.ops import relevant
 
 log = logging.getLogger("agentchat.mcp")
 
@@ -82,17 +83,6 @@ def uri_parse(uri: str) -> tuple[str, bool]:
     if match is None:
         raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri[:200]!r}")
     return match.group(1), match.group(2) is not None
-
-
-def relevant(message: dict[str, Any], me: str | None) -> bool:
-    """The server's relevance rule (docs/api.md, "Relevance"): a broadcast or addressed to ``me``,
-    and not sent by ``me``. Unknown identity: every message counts."""
-    if me is None:
-        return True
-    to = message.get("to") or []
-    if not isinstance(to, list):
-        to = []  # an odd record: told, so that a read shows it
-    return message.get("from") != me and (not to or me in to)
 
 
 def tool_result(body: Any) -> types.CallToolResult:
@@ -585,7 +575,7 @@ async def resource_body(hub: Hub, channel: str, *, unread: bool) -> dict[str, An
         "last_seq": detail.get("last_seq"),
         "unread": detail.get("unread"),
         "messages": messages,
-        "more": len(page["messages"]) >= UNREAD_SCAN,
+        "more": page["more"],  # the page may stop short of UNREAD_SCAN (a byte budget)
     }
 
 

@@ -25,12 +25,11 @@ from websockets.sync.client import ClientConnection, connect
 
 from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
+from agentchat.client.backoff import Backoff
 from agentchat.client.errors import ClientError
 
 TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
 PEEK_PAGE = 200
-BACKOFF_FIRST = 0.05
-BACKOFF_CAP = 1.0
 ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed over
 
 
@@ -53,9 +52,15 @@ def identity(client: Client, claimed: str | None) -> str:
     return name
 
 
-def relevant(message: dict[str, Any], agent: str) -> bool:
-    """The server's relevance: broadcast or addressed to ``agent``, and not sent by it."""
-    return message["from"] != agent and (not message["to"] or agent in message["to"])
+def relevant(message: dict[str, Any], agent: str | None) -> bool:
+    """The server's relevance rule (docs/api.md, "Relevance"): a broadcast or addressed to
+    ``agent``, and not sent by it. Unknown identity (None): every message counts."""
+    if agent is None:
+        return True
+    to = message.get("to") or []
+    if not isinstance(to, list):
+        to = []  # an odd record: told, so that a read shows it
+    return message.get("from") != agent and (not to or agent in to)
 
 
 def pages(
@@ -89,38 +94,20 @@ def stalled(path: str) -> ClientError:
 
 
 def peek_after(client: Client, channel: str, after: int) -> Iterator[dict[str, Any]]:
-    """Every message after ``after``, in seq order, a page at a time (moves no cursor)."""
+    """Every message after ``after``, in seq order, a page at a time (moves no cursor). A page
+    may be shorter than asked (the server stops at a byte budget): only its ``more`` says
+    whether later messages remain."""
     path = f"channels/{seg(channel)}/messages/"
     while True:
         batch = client.request(
             "GET", path, params={"after": after, "limit": PEEK_PAGE}, expect=shapes.PEEK
         )
         yield from batch["messages"]
-        if len(batch["messages"]) < PEEK_PAGE:
+        if not batch["more"]:
             return
-        if batch["messages"][-1]["seq"] <= after:
+        if not batch["messages"] or batch["messages"][-1]["seq"] <= after:
             raise stalled(path)
         after = batch["messages"][-1]["seq"]
-
-
-class Backoff:
-    """Capped exponential delays, never past a deadline."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.delay = BACKOFF_FIRST
-
-    def sleep(self) -> bool:
-        """Sleep the next delay; False (without sleeping) when the deadline has passed."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(self.delay, left))
-        self.delay = min(self.delay * 2, BACKOFF_CAP)
-        return True
-
-    def reset(self) -> None:
-        self.delay = BACKOFF_FIRST
 
 
 class WaitTimeout(Exception):

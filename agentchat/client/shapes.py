@@ -119,7 +119,9 @@ MESSAGE = {
     "metadata": Opt(object),
 }
 MESSAGES = {"messages": [MESSAGE], "cursor": Opt(int), "more": Opt((bool, None))}
-PEEK = {"messages": [MESSAGE], "cursor": int}  # a peek page also says the cursor
+# A peek page also says the cursor, and whether messages were left out (later ones after
+# ``after``, earlier ones without it): a page may be cut short by the server's byte budget.
+PEEK = {"messages": [MESSAGE], "cursor": int, "more": bool}
 READ = {"messages": [MESSAGE], "cursor": int, "more": Opt((bool, None))}
 CURSOR = {"cursor": int}
 CLAIM = {"owner": str}

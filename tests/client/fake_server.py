@@ -19,7 +19,8 @@ DRIP_EVERY = 0.2  # seconds between two bytes of a dripped answer
 @dataclass
 class Fake:
     """``routes[(method, path)]`` (path under ``/api/v1/``, no query): the JSON body answered
-    (status 200), or ``(status, body)``. Unknown routes: 404 with an AgentChat error body.
+    (status 200), or ``(status, body)``, or a list of those answered in turn (the last one
+    for every request after). Unknown routes: 404 with an AgentChat error body.
     ``drip``: every answer is sent a byte every ``DRIP_EVERY`` seconds, headers included."""
 
     routes: dict[tuple[str, str], Any] = field(default_factory=dict)
@@ -35,6 +36,8 @@ class Fake:
             error = {"code": "CHANNEL_NOT_FOUND", "message": f"no route {key}", "detail": {}}
             return 404, json.dumps({"error": error}).encode()
         found = self.routes[key]
+        if isinstance(found, list):
+            found = found.pop(0) if len(found) > 1 else found[0]
         status, body = found if isinstance(found, tuple) else (200, found)
         if isinstance(body, bytes):
             return status, body

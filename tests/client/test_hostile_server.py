@@ -66,7 +66,7 @@ ROUTES: dict[tuple[str, str], Any] = {
     ("GET", "me/"): {"name": "alice" + H},
     ("GET", "channels/"): {"channels": [CHANNEL], "more": False},
     ("GET", "channels/review/"): CHANNEL,
-    ("GET", "channels/review/messages/"): {"messages": [MESSAGE], "cursor": 0},
+    ("GET", "channels/review/messages/"): {"messages": [MESSAGE], "cursor": 0, "more": False},
     ("POST", "channels/review/read/"): {"messages": [MESSAGE], "cursor": 1, "more": False},
     ("POST", "channels/review/messages/"): MESSAGE,
     ("GET", "channels/review/tasks/"): {"tasks": [TASK], "more": False},

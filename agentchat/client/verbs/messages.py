@@ -7,6 +7,7 @@ import argparse
 import re
 import sys
 from collections.abc import Iterable
+from itertools import takewhile
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -212,15 +213,15 @@ def cmd_peek(client: Client, args: argparse.Namespace) -> None:
     if args.n <= 0:
         client.request("GET", path, params={"limit": 1}, expect=shapes.PEEK)  # it must exist
         return dump({"messages": []}) if args.json else None
-    if args.n <= PEEK_LIMIT:
-        messages: Iterable[dict[str, Any]] = client.request(
-            "GET", path, params={"limit": args.n}, expect=shapes.PEEK
-        )["messages"]
-    else:  # past one page: from the seq n before the last, a page at a time, printed as read
-        last = client.request("GET", path, params={"limit": 1}, expect=shapes.PEEK)["messages"]
-        top = last[-1]["seq"] if last else 0
+    limit = args.n if args.n <= PEEK_LIMIT else 1
+    page = client.request("GET", path, params={"limit": limit}, expect=shapes.PEEK)
+    messages: Iterable[dict[str, Any]] = page["messages"]
+    if page["more"] and 0 < len(page["messages"]) < args.n:
+        # Earlier ones left out (past one page, or the server's byte budget cut it): from the
+        # seq n before the last, a page at a time, printed as read.
+        top = page["messages"][-1]["seq"]
         pages = ops.peek_after(client, args.channel, max(0, top - args.n))
-        messages = (m for m in pages if m["seq"] <= top)
+        messages = takewhile(lambda m: m["seq"] <= top, pages)
     if args.json:
         return dump({"messages": list(messages)})
     shown = 0

@@ -80,7 +80,9 @@ def cmd_event_post(client: Client, args: argparse.Namespace) -> None:
 
 def cmd_event_read(client: Client, args: argparse.Namespace) -> None:
     path = chan(args) + "events/"
-    query: dict[str, Any] = {"type": args.event_type, "limit": 1000}
+    # From the start: without `after` the server answers the last page, and paging forward from
+    # there would leave out every earlier event.
+    query: dict[str, Any] = {"type": args.event_type, "limit": 1000, "after": 0}
     events: list[dict[str, Any]] = []
     while True:
         body = client.request("GET", path, params=query, expect=shapes.EVENTS)
