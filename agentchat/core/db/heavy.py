@@ -163,9 +163,9 @@ def view_is_heavy(view: Any, method: str | None) -> bool:
 
 class HeavyGate:
     """At most one heavy request running per token; up to ``queue`` more wait (on the event
-    loop, holding no thread), beyond that HEAVY_REQUEST_BUSY. Keyed by a digest of the
-    Authorization header: the gate runs before authentication, and an unauthenticated request
-    is refused at once by its view anyway."""
+    loop, holding no thread), beyond that HEAVY_REQUEST_BUSY. Keyed by a digest of the bearer
+    token as authentication parses it (``key``): the gate runs before authentication, and an
+    unauthenticated request is refused at once by its view anyway."""
 
     def __init__(self) -> None:
         self._locks: dict[bytes, asyncio.Lock] = {}
