@@ -103,7 +103,13 @@ def victim_loop(url: str, token: str, seconds: float) -> list[float]:
 
 
 def hog_loop(
-    url: str, token: str, method: str, path: str, stop: threading.Event, out: dict
+    url: str,
+    token: str,
+    method: str,
+    path: str,
+    stop: threading.Event,
+    out: dict,
+    started: threading.Event,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
@@ -119,6 +125,7 @@ def hog_loop(
                 size = sum(len(chunk) for chunk in r.iter_raw())
             out["codes"][r.status_code] += 1
             out["bytes"] = max(out["bytes"], size)
+            started.set()  # answered once: the hog's loop is under way
 
 
 def figures(times: list[float]) -> dict[str, Any]:
@@ -160,17 +167,21 @@ def main() -> int:
                 alone = victim_loop(server.url, tokens["victim"], args.seconds)
                 stop = threading.Event()
                 out: dict[str, Any] = {"codes": Counter(), "bytes": 0}
+                started = [threading.Event() for _ in range(2)]
                 hogs = [
                     threading.Thread(
                         target=hog_loop,
-                        args=(server.url, tokens["hog"], method, path, stop, out),
+                        args=(server.url, tokens["hog"], method, path, stop, out, first),
                         daemon=True,
                     )
-                    for _ in range(2)
+                    for first in started
                 ]
                 for hog in hogs:
                     hog.start()
-                time.sleep(0.3)  # the hog's loop under way before the victim measures
+                # The hogs' loops under way (each answered once) before the victim measures.
+                for first in started:
+                    if not first.wait(120):
+                        raise SystemExit(f"the {label} hog got no answer in 120 s")
                 loaded = victim_loop(server.url, tokens["victim"], args.seconds)
                 stop.set()
                 for hog in hogs:

@@ -5,14 +5,13 @@ await a ring. A ring is only a doorbell (the layer delivers at most once); what 
 is always read back by seq, so a lost or late ring delays nothing that a later ring, a sweep
 or the wait's last look at its deadline does not recover.
 
-- ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The live endpoints of the wait
-  endpoint authenticate, parse, call it and send
-  ``result.body()``.
+- ``message_wait(...) -> WaitResult``: the long-poll's algorithm. The wait endpoint
+  authenticates, parses, calls it and sends ``result.body()``.
 - ``message_stream(...)``: an async context manager that subscribes, opens a ``MessageStream``
   at ``since``, feeds it the channel's rings and watches the session's token. The websocket
-  endpoint iterate the stream and send what it yields at the
-  pace their client reads; the iteration raises AUTH_INVALID once the token is revoked and
-  CHANNEL_NOT_FOUND once the viewer may no longer see the channel.
+  endpoints iterate the stream and send what it yields at the pace their client reads; the
+  iteration raises AUTH_INVALID once the token is revoked and CHANNEL_NOT_FOUND once the
+  viewer may no longer see the channel.
 """
 
 from __future__ import annotations

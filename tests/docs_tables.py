@@ -10,12 +10,10 @@ README.md and docs/*.md, and is rendered from the code: the error table from
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,21 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def rendered_tables() -> dict[str, str]:
     """Marker name -> the table as the code renders it."""
     from agentchat.client.errors import client_codes_markdown
+    from agentchat.core.rules.errors import error_table_markdown
 
     return {
-        "error-table": server_errors().error_table_markdown(),
+        "error-table": error_table_markdown(),
         "client-codes": client_codes_markdown(),
     }
-
-
-def server_errors() -> ModuleType:
-    """The module of the one error table (the floor's layout moved it into ``rules``)."""
-    for name in ("agentchat.core.rules.errors", "agentchat.core.rules.errors"):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError:
-            continue
-    raise ModuleNotFoundError("no agentchat error table module")
 
 
 def doc_files() -> list[Path]:

@@ -112,6 +112,7 @@ def help_page(request: SignedInRequest) -> HttpResponse:
 
 PAGE_MESSAGES = 50
 FRAGMENT_MESSAGES = 50
+FRAGMENT_MORE_HEADER = "AgentChat-More"  # channel.js reads it
 
 
 def _channel_or_404(request: SignedInRequest, name: str) -> tuple[Agent, Channel]:
@@ -254,7 +255,9 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
 @require_http_methods(["GET"])
 def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
     """The messages after ``?after=`` as HTML for the live page (what a websocket frame makes it
-    fetch: the page never inserts a frame's own body). 403 when not signed in."""
+    fetch: the page never inserts a frame's own body). 403 when not signed in. The header
+    ``AgentChat-More: 1`` says the page was cut (by count or by size) and more follow: the page
+    fetches again after the last one it got."""
     if not request.user.is_authenticated:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
     agent, channel = _channel_or_404(cast(SignedInRequest, request), name)  # signed in
@@ -262,12 +265,18 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
         after = _seq_param("after", request.GET) or 0
     except AppError as exc:
         return HttpResponse(exc.message, status=400, content_type="text/plain")
-    messages = message_peek(channel=channel, after=after, limit=FRAGMENT_MESSAGES).messages
-    return render(
+    page = message_peek(channel=channel, after=after, limit=FRAGMENT_MESSAGES)
+    response = render(
         request,
         "dashboard/_messages.html",
-        {"agent": agent, "channel": channel, "messages": _shown_messages(agent, channel, messages)},
+        {
+            "agent": agent,
+            "channel": channel,
+            "messages": _shown_messages(agent, channel, page.messages),
+        },
     )
+    response[FRAGMENT_MORE_HEADER] = "1" if page.more else "0"
+    return response
 
 
 BOARD_COLUMNS = {

@@ -474,8 +474,6 @@ class SearchApi(APIView):
             "SEARCH_TOO_BROAD",
             "CHANNEL_NOT_FOUND",
             "INVALID_NAME",
-            "HEAVY_REQUEST_BUSY",
-            "WORK_BUDGET_EXCEEDED",
         ),
         summary="Search messages (title and body) in the channels the caller may see",
         description=(

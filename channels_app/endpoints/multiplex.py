@@ -27,7 +27,7 @@ from channels_app.endpoints.shared import (
     _handshake,
     _stream_run,
     _TooSlow,
-    _unknown_parameters,
+    frame_fields_check,
 )
 from channels_app.live import message_stream, tasks_end
 from channels_app.selectors import channel_get
@@ -105,7 +105,7 @@ def _command_parse(message: dict[str, Any]) -> tuple[str, str, int | None]:
             "op must be subscribe or unsubscribe",
             detail={"field": "op", "allowed": sorted(_COMMAND_FIELDS)},
         )
-    _unknown_parameters(command, _COMMAND_FIELDS[op])
+    frame_fields_check(command, _COMMAND_FIELDS[op])
     if "channel" not in command:
         raise AppError("MISSING_FIELD", "channel is required", detail={"field": "channel"})
     channel = command["channel"]

@@ -8,14 +8,14 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection
 from typing import Any
 
 from django.conf import settings
 
 from agentchat.core.db.transactions import run_db
 from agentchat.core.http.asgi_http import Receive, Send, request_check
-from agentchat.core.http.query import query_check
+from agentchat.core.http.query import names_check, query_check
 from agentchat.core.http.scope import scope_query, websocket_principal
 from agentchat.core.identity.revocation import Credential
 from agentchat.core.live.transport import SendWindow
@@ -42,14 +42,9 @@ ERROR_CLOSE_CODE = 4500  # the server failed; reconnect with ?since=
 FLOODING_CLOSE_CODE = 4429
 
 
-def _unknown_parameters(query: dict[str, str], known: set[str]) -> None:
-    unknown = sorted(set(query) - known)
-    if unknown:
-        raise AppError(
-            "UNKNOWN_FIELD",
-            f"unknown parameter(s): {', '.join(unknown)}",
-            detail={"fields": unknown},
-        )
+def frame_fields_check(frame: dict[str, Any], allowed: Collection[str]) -> None:
+    """UNKNOWN_FIELD for a client frame's field not in ``allowed`` (the query rule's check)."""
+    names_check(frame, allowed, what="frame field")
 
 
 async def _handshake(

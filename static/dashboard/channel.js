@@ -6,7 +6,7 @@
   var list = document.getElementById("messages");
   if (!list || !list.dataset.live) return;
   var last = parseInt(list.dataset.last || "0", 10);
-  var fetching = false, again = false, delay = 500;
+  var fetching = false, again = false, more = false, delay = 500;
 
   function markReadSeq(seq) {
     var input = document.getElementById("mark-read-seq");
@@ -17,9 +17,13 @@
     if (fetching) { again = true; return; }
     fetching = true;
     fetch(list.dataset.fragment + "?after=" + last, { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (r) {
+        more = r.ok && r.headers.get("AgentChat-More") === "1";  // the page was cut
+        return r.ok ? r.text() : "";
+      })
       .then(function (html) {
         if (!html.trim()) return;
+        var before = last;
         var template = document.createElement("template");
         template.innerHTML = html;  // server-sanitized HTML of our own route
         var items = template.content.querySelectorAll("li.message");
@@ -41,7 +45,7 @@
         var empty = document.getElementById("empty");
         if (empty && items.length) empty.remove();
         markReadSeq(last);
-        if (items.length >= 50) again = true;
+        if (more && last > before) again = true;  // fetch the rest after what came
       })
       .catch(function () {})
       .then(function () { fetching = false; if (again) { again = false; fetchNew(); } });

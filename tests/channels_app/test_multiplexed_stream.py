@@ -15,10 +15,13 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
+from agentchat.core.http.query import NAME_SHOWN
 from agentchat.core.identity.services import token_revoke
 from agentchat.core.live.layer import channels_held
 from agentchat.core.models import ApiToken
+from agentchat.core.rules.errors import AppError
 from channels_app import endpoints
+from channels_app.endpoints.multiplex import _command_parse
 from channels_app.services import channel_create, channel_group, channel_update, message_post
 from tests.conftest import auth, in_thread
 from tests.signals import layer_kind, subscribers, until  # noqa: F401  (fixture)
@@ -546,3 +549,13 @@ def test_a_frame_flood_is_closed_with_4429_and_others_are_served(
         flood.kill()
         flood.wait()
         server.stop()
+
+
+def test_an_unknown_frame_field_is_refused_by_the_query_rule_worded_for_frames():
+    frame = {"op": "subscribe", "channel": "one", "x" * 500: 1}
+    with pytest.raises(AppError) as refused:
+        _command_parse({"text": json.dumps(frame)})
+    error = refused.value
+    assert error.code == "UNKNOWN_FIELD"
+    assert error.message == f"unknown frame field(s): {'x' * NAME_SHOWN}"
+    assert error.detail == {"fields": ["x" * NAME_SHOWN], "allowed": ["channel", "op", "since"]}

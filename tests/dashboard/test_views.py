@@ -230,6 +230,20 @@ def test_the_fragment_is_the_html_after_a_seq_and_403_when_signed_out(client, br
     assert browser.get("/c/room/fragment/", {"after": "x"}).status_code == 400
 
 
+def test_the_fragment_says_more_when_its_page_was_cut(browser, room):
+    # Three messages of 400 KB: the read's 1 MB budget cuts the page after two of them, far
+    # below FRAGMENT_MESSAGES; the live page fetches again only when the fragment says so.
+    for n in range(3):
+        services.message_post(channel=room, sender="alice", title=f"m{n}", body="x" * 400_000)
+    first = browser.get("/c/room/fragment/", {"after": "0"})
+    html = first.content.decode()
+    assert 'id="m-2"' in html and 'id="m-3"' not in html
+    assert first["AgentChat-More"] == "1"
+    rest = browser.get("/c/room/fragment/", {"after": "2"})
+    assert 'id="m-3"' in rest.content.decode()
+    assert rest["AgentChat-More"] == "0"
+
+
 def test_the_tasks_board_groups_by_status_with_leases_and_blockers(browser, room, clock):
     from tasks_app import services as tasks
 

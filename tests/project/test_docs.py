@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_tables import ROOT, current, doc_files, rendered_tables, server_errors
+from tests.docs_tables import ROOT, current, doc_files, rendered_tables
 
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
 LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -63,8 +63,7 @@ def test_generated_tables_are_fresh(name):
 
 def test_every_code_the_docs_name_is_declared():
     from agentchat.client.errors import CLIENT_CODES
-
-    errors = server_errors().ERRORS
+    from agentchat.core.rules.errors import ERRORS
 
     named: dict[str, str] = {}
     for path in doc_files():
@@ -74,7 +73,7 @@ def test_every_code_the_docs_name_is_declared():
     settings_like = {name for name in named if name.startswith(prefixes)}
     settings_like |= {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "LOG_LEVEL"}
     settings_like |= {"CSRF_TRUSTED_ORIGINS", "XDG_CONFIG_HOME"}
-    undeclared = set(named) - settings_like - set(errors) - set(CLIENT_CODES)
+    undeclared = set(named) - settings_like - set(ERRORS) - set(CLIENT_CODES)
     assert sorted(f"{named[c]}: {c}" for c in undeclared) == []
 
 

@@ -149,22 +149,36 @@ def _timeout_reset(connection: Any) -> None:
             connection.close()
 
 
+def view_is_heavy(view: Any, method: str | None) -> bool:
+    """Whether the view class ``view`` says that ``method`` is heavy: ``heavy = True`` for all
+    of its methods, or ``heavy_methods``. HEAD is GET: Django runs the view's ``get`` for it,
+    the same work with the body dropped."""
+    if view is None:
+        return False
+    if method is not None and method.upper() == "HEAD":
+        method = "GET"
+    methods = getattr(view, "heavy_methods", ())
+    return bool(getattr(view, "heavy", False)) or (method or "").upper() in methods
+
+
 class HeavyGate:
     """At most one heavy request running per token; up to ``queue`` more wait (on the event
-    loop, holding no thread), beyond that HEAVY_REQUEST_BUSY. Keyed by a digest of the
-    Authorization header: the gate runs before authentication, and an unauthenticated request
-    is refused at once by its view anyway."""
+    loop, holding no thread), beyond that HEAVY_REQUEST_BUSY. Keyed by a digest of the bearer
+    token as authentication parses it (``key``): the gate runs before authentication, and an
+    unauthenticated request is refused at once by its view anyway."""
 
     def __init__(self) -> None:
         self._locks: dict[bytes, asyncio.Lock] = {}
         self._waiting: dict[bytes, int] = {}
 
     @staticmethod
-    def key(scope: dict[str, Any]) -> bytes:
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                return hashlib.blake2b(value, digest_size=16).digest()
-        return b""
+    def key(credential: str | bytes | None) -> bytes:
+        """The gate's key of ``credential``: the request's token as its parser reads it (the
+        API lane's ``heavy_gate_key``), so that every spelling of one header is one key."""
+        if not credential:
+            return b""
+        raw = credential.encode() if isinstance(credential, str) else credential
+        return hashlib.blake2b(raw, digest_size=16).digest()
 
     @contextmanager
     def _counted(self, key: bytes) -> Iterator[None]:

@@ -48,7 +48,7 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
-from agentchat.core.db.heavy import HeavyGate, work_budget
+from agentchat.core.db.heavy import HeavyGate, view_is_heavy, work_budget
 from agentchat.core.db.transactions import run_db, run_db_heavy
 from agentchat.core.http.asgi_http import (
     SECURITY_HEADERS,
@@ -56,7 +56,9 @@ from agentchat.core.http.asgi_http import (
     disconnected,
     error_send,
     request_check,
+    scope_headers,
 )
+from agentchat.core.identity.auth import bearer_from_header
 from agentchat.core.rules.errors import AppError, ClientGone, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
@@ -136,7 +138,7 @@ class ApiLane:
         """A heavy request (``agentchat.core.db.heavy``): after the token's previous one, on the
         heavy pool, within the work budget."""
         response: HttpResponse | None = await self.heavy_gate.run(
-            HeavyGate.key(scope),
+            heavy_gate_key(scope),
             lambda: run_db_heavy(self.get_response, request, match, budget=True),
         )
         return response
@@ -170,11 +172,24 @@ class ApiLane:
 
 def is_heavy(match: ResolverMatch, method: str | None) -> bool:
     """Whether the view of ``match`` says that ``method`` is heavy (``agentchat.core.db.heavy``):
-    ``heavy = True`` for all of its methods, or ``heavy_methods``."""
-    view = getattr(match.func, "cls", None)
-    if view is None:
-        return False
-    return bool(getattr(view, "heavy", False)) or method in getattr(view, "heavy_methods", ())
+    ``view_is_heavy``."""
+    return view_is_heavy(getattr(match.func, "cls", None), method)
+
+
+def heavy_gate_key(scope: dict[str, Any]) -> bytes:
+    """The heavy gate's key of a request: its bearer token as authentication parses it
+    (``Bearer t``, ``bearer t`` and ``Bearer  t`` are one token), else the raw header, which
+    its view then refuses."""
+    values = scope_headers(scope, b"authorization")  # request_check refused more than one
+    raw = values[0] if values else None
+    try:
+        token = bearer_from_header(raw)
+    except AppError:
+        token = None
+    if token is not None:
+        return HeavyGate.key(token)
+    # A NUL, which no header value holds, keeps the raw values apart from the tokens.
+    return HeavyGate.key(None if raw is None else "\0" + raw)
 
 
 def _client_gone(abandoned: threading.Event, watch: asyncio.Future[None]) -> None:

@@ -25,17 +25,22 @@ Handler = TypeVar("Handler", bound=Callable[..., Any])
 NAME_SHOWN = 40
 
 
-def query_check(names: Iterable[str], allowed: Collection[str]) -> None:
+def names_check(names: Iterable[str], allowed: Collection[str], *, what: str) -> None:
     """Raises UNKNOWN_FIELD naming the ``names`` not in ``allowed`` (sorted, each cut to
-    ``NAME_SHOWN`` characters)."""
+    ``NAME_SHOWN`` characters); ``what`` they are says the message ("query parameter")."""
     unknown = sorted({name for name in names if name not in allowed})
     if unknown:
         shown = [name[:NAME_SHOWN] for name in unknown]
         raise AppError(
             "UNKNOWN_FIELD",
-            f"unknown query parameter(s): {', '.join(shown)}",
+            f"unknown {what}(s): {', '.join(shown)}",
             detail={"fields": shown, "allowed": sorted(allowed)},
         )
+
+
+def query_check(names: Iterable[str], allowed: Collection[str]) -> None:
+    """``names_check`` of a request's query parameters."""
+    names_check(names, allowed, what="query parameter")
 
 
 def query_parameters(*parameters: OpenApiParameter) -> Callable[[Handler], Handler]:

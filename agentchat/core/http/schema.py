@@ -33,6 +33,7 @@ from drf_spectacular.extensions import (
 )
 from drf_spectacular.utils import OpenApiParameter
 
+from agentchat.core.db.heavy import view_is_heavy
 from agentchat.core.http.pages import LIST_LIMIT_MAX
 from agentchat.core.rules.errors import ERRORS, UndeclaredErrorCode
 from agentchat.core.rules.names import (
@@ -276,6 +277,9 @@ PATH_CODES = ("NOT_FOUND",)
 # Operations on one channel: it does not exist, or the caller may not see it.
 CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
 
+# Heavy operations (agentchat.core.db.heavy, the lane's gate and work budget).
+HEAVY_CODES = ("HEAVY_REQUEST_BUSY", "WORK_BUDGET_EXCEEDED")
+
 _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
@@ -288,9 +292,13 @@ def raises(*codes: str) -> dict[str, list[str]]:
     return {ERROR_CODES_KEY: list(codes)}
 
 
-def operation_codes(path: str, method: str, declared: Iterable[str]) -> list[str]:
+def operation_codes(
+    path: str, method: str, declared: Iterable[str], *, heavy: bool = False
+) -> list[str]:
     """Every code the operation ``method path`` may answer: the common ones, then its own."""
     codes = list(COMMON_CODES)
+    if heavy:
+        codes += HEAVY_CODES
     if method in BODY_METHODS:
         codes += BODY_CODES
     if "{" in path:
@@ -352,12 +360,18 @@ def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
     """Postprocessing hook: every operation's error responses and path parameters."""
     # APPEND_PATHS is merged into the result as is: copy, so the module's dicts stay untouched.
     result["paths"] = copy.deepcopy(result["paths"])
+    generator = kwargs.get("generator")
+    views = {
+        (path, method.lower()): getattr(callback, "cls", None)
+        for path, _regex, method, callback in getattr(generator, "endpoints", None) or ()
+    }
     for path, item in result["paths"].items():
         for method in _HTTP_METHODS:
             operation = item.get(method)
             if operation is None:
                 continue
-            codes = operation_codes(path, method, operation.get(ERROR_CODES_KEY, []))
+            heavy = view_is_heavy(views.get((path, method)), method)
+            codes = operation_codes(path, method, operation.get(ERROR_CODES_KEY, []), heavy=heavy)
             operation[ERROR_CODES_KEY] = codes
             responses = {
                 status: response

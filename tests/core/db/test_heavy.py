@@ -64,10 +64,12 @@ def test_heavy_views_run_on_the_heavy_pool_and_short_ones_do_not(api_for, routed
     ]
     for path in heavy:
         assert alice.get(path).status_code == 200, path
+    # HEAD runs the view's get: the same work, so the same pool, gate and budget.
+    assert alice.head("/api/v1/channels/c/messages/?limit=1000").status_code == 200
     assert alice.post("/api/v1/channels/c/read/").status_code == 200
     assert [entry.split("?")[0] for entry in routed["heavy"]] == [
         f"GET {path.split('?')[0]}" for path in heavy
-    ]
+    ] + ["HEAD /api/v1/channels/c/messages/"]
     assert routed["short"] == [
         "POST /api/v1/channels/",
         "POST /api/v1/channels/c/messages/",
@@ -123,25 +125,41 @@ def test_one_heavy_request_at_a_time_per_token(settings):
             order.append(name)
             return name
 
+        async def until(condition) -> None:
+            while not condition():
+                await asyncio.sleep(0)
+
         first = asyncio.ensure_future(gate.run(b"a", held))
-        while "first" not in order:
-            await asyncio.sleep(0)
+        # Bounded: a gate that never lets the first in fails here instead of hanging.
+        await asyncio.wait_for(until(lambda: "first" in order), 10)
         # Another token is not held up.
         assert await gate.run(b"b", lambda: quick("other")) == "other"
         queued = [asyncio.ensure_future(gate.run(b"a", lambda n=n: quick(n))) for n in "xy"]
-        while gate.waiting(b"a") < 3:
-            await asyncio.sleep(0)
+        await asyncio.wait_for(until(lambda: gate.waiting(b"a") >= 3), 10)
         with pytest.raises(AppError) as refused:
             await gate.run(b"a", lambda: quick("z"))
         assert refused.value.code == "HEAVY_REQUEST_BUSY"
         assert refused.value.status == 429
         assert order == ["first", "other"]  # the queued ones wait for the first
         release.set()
-        assert await asyncio.gather(first, *queued) == ["first", "x", "y"]
+        assert await asyncio.wait_for(asyncio.gather(first, *queued), 10) == ["first", "x", "y"]
         assert gate.waiting(b"a") == 0
 
     asyncio.run(main())
     assert order == ["first", "other", "x", "y"]
+
+
+def test_every_spelling_of_one_token_is_one_heavy_gate_key():
+    def scope(header: bytes) -> dict:
+        return {"headers": [(b"host", b"testserver"), (b"authorization", header)]}
+
+    one = {lane.heavy_gate_key(scope(h)) for h in (b"Bearer tok", b"bearer tok", b"Bearer  tok")}
+    assert len(one) == 1
+    assert lane.heavy_gate_key(scope(b"Bearer other")) not in one
+    # Unparsable headers keep a key of their own each (their views refuse them).
+    odd = {lane.heavy_gate_key(scope(h)) for h in (b"Basic tok", b"Bearer", b"tok")}
+    assert len(odd) == 3 and not odd & one and b"" not in odd
+    assert lane.heavy_gate_key({"headers": []}) == b""
 
 
 @pytest.mark.django_db(transaction=True)  # PostgreSQL: the abort ends the test's transaction

@@ -4,14 +4,16 @@ every field as patterns that agree with the validators, public schema and docs p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema_rs
 import pytest
+from django.urls import resolve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentchat.core.http import schema
+from agentchat.core.http import lane, schema
 from agentchat.core.rules import names
 from agentchat.core.rules.errors import ERRORS, UndeclaredErrorCode
 from agentchat.core.rules.paths import workspace_path_normalize
@@ -59,6 +61,36 @@ def test_every_operation_documents_its_error_codes_by_status_from_the_table(docu
             body = response["content"]["application/json"]["schema"]["allOf"]
             assert body[0] == {"$ref": "#/components/schemas/Error"}
             assert body[1]["properties"]["error"]["properties"]["code"]["enum"] == group
+
+
+def test_every_heavy_operation_and_only_those_document_the_gate_and_the_budget(document):
+    # The lane's rule decides (HEAD is GET): the view the route resolves to is heavy.
+    heavy = set()
+    for path, method, operation in operations(document):
+        if path.endswith("/wait/"):
+            continue  # the live long-poll: no DRF view, never heavy
+        match = resolve(re.sub(r"\{[^}]+\}", "c", path))
+        codes = set(operation["x-error-codes"])
+        if lane.is_heavy(match, method.upper()):
+            heavy.add((method, path))
+            assert {"HEAVY_REQUEST_BUSY", "WORK_BUDGET_EXCEEDED"} <= codes, (path, method)
+            assert {"429", "503"} <= set(operation["responses"]), (path, method)
+        else:
+            assert not {"HEAVY_REQUEST_BUSY", "WORK_BUDGET_EXCEEDED"} & codes, (path, method)
+    assert {
+        ("get", "/api/v1/channels/{name}/state/"),
+        ("post", "/api/v1/channels/{name}/compact/"),
+        ("get", "/api/v1/channels/{name}/messages/"),
+        ("get", "/api/v1/channels/{name}/events/"),
+        ("get", "/api/v1/channels/{name}/presence/"),
+        ("get", "/api/v1/approvals/"),
+        ("get", "/api/v1/channels/"),
+        ("get", "/api/v1/channels/{name}/tasks/"),
+        ("get", "/api/v1/channels/{name}/locks/"),
+        ("post", "/api/v1/channels/{name}/locks/check/"),
+        ("get", "/api/v1/search/"),
+    } <= heavy
+    assert ("post", "/api/v1/channels/{name}/messages/") not in heavy
 
 
 def test_operations_declare_what_their_views_raise(document):
