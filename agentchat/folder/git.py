@@ -11,12 +11,21 @@ and runs the repository's hooks unless asked not to. A commit that fails (a hook
 it) leaves the files written and the sync's paths unstaged again; they are kept in the sync's
 state (``.agentchat-sync/git-pending``) and committed with the next sync's, so a change is
 never left out of the history because its own commit failed once.
+
+A hook runs with the commit's own index, so what it stages goes into the commit (a ``git add
+.env``, a ``git add -u`` taking a person's edits). After the commit the sync compares what it
+changed with the sync's own paths; a commit holding anything else is undone (HEAD back where it
+was, the index restored from a copy taken before the sync staged anything) and refused like a
+failing hook. A hook that changes files in the work tree does so: git gives the sync no way to
+stop it, and the sync leaves the work tree as the hook left it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from agentchat.core.rules.errors import AppError
@@ -155,15 +164,78 @@ def _unstage(root: Path, paths: list[str], *, has_head: bool) -> None:
         )
 
 
+def _ours(name: str, ours: set[str]) -> bool:
+    """``name`` (from the top of the work tree) is one of ``ours`` or lies under one."""
+    return any(p in ours for p in (name, *(a.as_posix() for a in Path(name).parents)))
+
+
+def _committed(top: Path, *, root_commit: bool) -> list[str]:
+    """The paths HEAD's commit changed (against its parent; every path of a first commit)."""
+    listed = _git(
+        top,
+        *("diff-tree", "--no-commit-id", "--name-only", "--no-renames", "-r", "-z"),
+        *(["--root"] if root_commit else []),
+        "HEAD",
+    ).stdout
+    return [name for name in listed.split("\0") if name]
+
+
+def _index_save(index: Path) -> Path | None:
+    """A copy of the index beside it (None: there is no index yet)."""
+    if not index.exists():
+        return None
+    fd, name = tempfile.mkstemp(dir=index.parent, prefix="index.agentchat-sync-")
+    os.close(fd)
+    shutil.copy2(index, name)  # its mode too (core.sharedRepository)
+    return Path(name)
+
+
+def _undo(top: Path, before: str | None, commit: str, index: Path, saved: Path | None) -> None:
+    """Take the commit back (HEAD where it was, or unborn) and put the saved index back."""
+    if before:
+        _git(top, "update-ref", "-m", "sync_folder: undo", "HEAD", before, commit)
+    else:
+        _git(top, "update-ref", "-d", "HEAD", commit)
+    if saved is None:
+        index.unlink(missing_ok=True)
+    else:
+        os.replace(saved, index)
+
+
+def _listed(paths: list[str], most: int = 20) -> str:
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(paths[:most]) + more
+
+
 def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | None:
     """Commit what the sync wrote or removed, and nothing else; None (no commit) when that
     changed nothing git tracks. ``verify=False`` skips the commit hooks (``--no-verify``).
     Returns the new commit's id. Raises SYNC_GIT_FAILED, SYNC_GIT_HOOK_FAILED (a hook refused
-    the commit: the files stay written, the paths unstaged, and the next sync commits them)."""
+    the commit: the files stay written, the paths unstaged, and the next sync commits them),
+    SYNC_GIT_HOOK_STAGED (a hook staged paths that are not the sync's: the commit is undone,
+    the index as it was, and the next sync commits the files)."""
     root = Path(os.path.abspath(root))
     paths = sorted({*_relative(root, report.paths), *_pending_load(root)})
     if not paths:
         return None
+    index = Path(_git_path(root, "index"))
+    saved = _index_save(index)
+    try:
+        return _stage_and_commit(root, report, paths, verify=verify, index=index, saved=saved)
+    finally:
+        if saved is not None:
+            saved.unlink(missing_ok=True)
+
+
+def _stage_and_commit(
+    root: Path,
+    report: SyncReport,
+    paths: list[str],
+    *,
+    verify: bool,
+    index: Path,
+    saved: Path | None,
+) -> str | None:
     # Every command runs at the top of the work tree with paths from there: from a
     # subdirectory, git rm --pathspec-from-file takes the directory itself for a pathspec too.
     top = Path(_git(root, "rev-parse", "--show-toplevel").stdout.strip())
@@ -183,18 +255,15 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
             *("--pathspec-from-file=-", "--pathspec-file-nul"),
             stdin=_nul(gone),
         )
-    has_head = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0
+    head = _git(top, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    has_head = head.returncode == 0
     # What now differs from HEAD among our paths (a removed directory: every file under it).
     if has_head:
         listed = _git(top, "diff", "--cached", "--name-only", "--no-renames", "-z").stdout
     else:
         listed = _git(top, "ls-files", "-z", "--cached").stdout
     ours = {*present, *gone}
-    changed = [
-        name
-        for name in listed.split("\0")
-        if name and any(p in ours for p in (name, *(a.as_posix() for a in Path(name).parents)))
-    ]
+    changed = [name for name in listed.split("\0") if name and _ours(name, ours)]
     if not changed:
         _pending_save(root, [])
         return None
@@ -224,5 +293,16 @@ def git_commit(root: Path, report: SyncReport, *, verify: bool = True) -> str | 
                 + _output(result),
             )
         raise AppError("SYNC_GIT_FAILED", f"git commit failed: {_output(result)}")
+    commit = _git(top, "rev-parse", "HEAD").stdout.strip()
+    foreign = [name for name in _committed(top, root_commit=not has_head) if not _ours(name, ours)]
+    if foreign:
+        _undo(top, head.stdout.strip() if has_head else None, commit, index, saved)
+        _pending_save(root, paths)
+        raise AppError(
+            "SYNC_GIT_HOOK_STAGED",
+            "a git hook staged paths that are not the sync's, so its commit is undone and the "
+            "index is as it was (the files are written and will be committed with the next "
+            "sync's; --git-no-verify skips the hooks): " + _listed(foreign),
+        )
     _pending_save(root, [])
-    return _git(top, "rev-parse", "HEAD").stdout.strip()
+    return commit

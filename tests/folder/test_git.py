@@ -1,8 +1,8 @@
 """``sync_folder --git-commit`` in real git repositories: it commits the files the sync wrote or
 removed and nothing else (a person's ``.env``, hidden folders, staged and untracked work stay
 as they were), commits nothing when the sync changed nothing, runs the hooks (a refusal is
-reported, the files stay written and are committed later), and works in a subfolder of a
-larger repository."""
+reported, the files stay written and are committed later), undoes a commit into which a hook
+staged anything not the sync's, and works in a subfolder of a larger repository."""
 
 from __future__ import annotations
 
@@ -224,3 +224,151 @@ def test_in_a_larger_repository_its_hooks_path_hooks_run_too(tmp_path: Path) -> 
     assert raised.value.code == "SYNC_GIT_HOOK_FAILED", raised.value.message
     assert "refused from tools/hooks" in raised.value.message
     assert git(repo, "diff", "--cached", "--name-only") == ""
+
+
+# A hook runs with the commit's own index (GIT_INDEX_FILE): what it stages goes into the commit.
+# The sync checks the commit against its own paths and undoes one that holds anything else.
+
+
+def hook(repo: Path, script: str) -> Path:
+    path = repo / ".git" / "hooks" / "pre-commit"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nset -e\n" + script + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def persons_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A person's repository (a committed app.py with a staged edit and an unstaged one on top,
+    an untracked .env and notes.txt) and the sync's root in it, synced and committed once."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "app.py").write_text("v1\n")
+    git(repo, "add", "app.py")
+    git(repo, "commit", "-q", "-m", "app")
+    (repo / "app.py").write_text("v2, staged\n")
+    git(repo, "add", "app.py")
+    (repo / "app.py").write_text("v3, not staged\n")
+    (repo / ".env").write_text("SECRET=1\n")
+    (repo / "notes.txt").write_text("mine\n")
+    root = repo / "docs" / "audit"
+    first = manage("--root", str(root), "--git-commit")
+    assert first.returncode == 0, first.stderr
+    return repo, root
+
+
+def persons_state(root: Path) -> dict[str, str]:
+    return {
+        "head": git(root, "rev-parse", "HEAD"),
+        "index": git(root, "ls-files", "--stage"),
+        "staged": git(root, "diff", "--cached"),
+        "unstaged": git(root, "diff"),
+    }
+
+
+def test_a_hook_that_stages_a_persons_env_is_refused_and_the_commit_undone(
+    tmp_path: Path,
+) -> None:
+    channel = scenario.build()
+    repo, root = persons_project(tmp_path)
+    before = persons_state(repo)
+    persons_entries = git(repo, "ls-files", "--stage", ".env", "notes.txt", "app.py")
+    staging = hook(repo, "git add .env notes.txt")
+    scenario.post(channel, 2)
+
+    refused = manage("--root", str(root), "--git-commit")
+
+    assert refused.returncode != 0
+    assert "SYNC_GIT_HOOK_STAGED: " in refused.stderr, refused.stderr
+    assert ".env" in refused.stderr and "notes.txt" in refused.stderr
+    assert refused.stdout.startswith("synced 1 channel(s): ")
+    assert persons_state(repo) == before  # no commit, the index entry by entry as it was
+    assert git(repo, "ls-files", "--stage", ".env", "notes.txt") == ""
+    assert not any(".env" in committed_files(repo, c) for c in commits(repo))
+    written = sorted(p.name for p in (root / "review").glob("000[89]-*.md"))
+    assert len(written) == 2
+
+    # Without the hook the next sync commits what the refused one wrote, and only that.
+    staging.unlink()
+    again = manage("--root", str(root), "--git-commit")
+    assert again.returncode == 0, again.stderr
+    names = committed_files(repo)
+    assert sorted(n.rsplit("/", 1)[-1] for n in names if n.endswith(".md"))[:2] == written
+    assert all(name.startswith("docs/audit/review/") for name in names), names
+    assert git(repo, "ls-files", "--stage", ".env", "notes.txt", "app.py") == persons_entries
+    assert git(repo, "diff", "--cached") == before["staged"]
+    assert git(repo, "diff") == before["unstaged"]
+
+
+def test_a_hook_doing_git_add_u_is_refused_and_the_persons_edits_stay_as_they_were(
+    tmp_path: Path,
+) -> None:
+    channel = scenario.build()
+    repo, root = persons_project(tmp_path)
+    before = persons_state(repo)
+    staging = hook(repo, "git add -u")
+    scenario.post(channel, 1)
+
+    with pytest.raises(AppError) as raised:
+        sync_commit(root)
+
+    assert raised.value.code == "SYNC_GIT_HOOK_STAGED"
+    assert "app.py" in raised.value.message
+    assert persons_state(repo) == before
+    staging.unlink()
+    assert sync_commit(root) is not None
+    assert [n for n in committed_files(repo) if n.endswith(".md")] == [
+        "docs/audit/review/0008-alice-note-0.md"
+    ]
+    assert "app.py" not in committed_files(repo)
+    assert git(repo, "diff", "--cached") == before["staged"]
+    assert git(repo, "diff") == before["unstaged"]
+
+
+def test_a_hook_staging_a_persons_file_in_the_first_commit_leaves_no_commit(
+    tmp_path: Path,
+) -> None:
+    scenario.build()
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".env").write_text("SECRET=1\n")
+    hook(repo, "git add .env")
+    root = repo / "docs" / "audit"
+    root.mkdir(parents=True)
+    git_prepare(root)
+
+    with pytest.raises(AppError) as raised:
+        sync_commit(root)
+
+    assert raised.value.code == "SYNC_GIT_HOOK_STAGED"
+    assert commits_or_none(repo) == []
+    assert git(repo, "ls-files", "--stage") == ""
+    assert sync_commit(root, verify=False) is not None
+    assert ".env" not in committed_files(repo)
+    assert git(repo, "status", "--porcelain") == "?? .env\n"
+
+
+def test_a_hook_that_restages_only_the_syncs_own_paths_is_accepted(tmp_path: Path) -> None:
+    channel = scenario.build()
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "notes.txt").write_text("staged work\n")
+    git(repo, "add", "notes.txt")
+    # A formatter's hook: what is staged, re-added (the commit's index holds only the sync's).
+    hook(repo, "git diff --cached --name-only -z | xargs -0 -r git add --")
+    root = repo / "docs" / "audit"
+    root.mkdir(parents=True)
+    git_prepare(root)
+    assert sync_commit(root) is not None
+    scenario.post(channel, 1)
+
+    assert sync_commit(root) is not None
+
+    assert len(commits(repo)) == 2
+    names = committed_files(repo)
+    assert "docs/audit/review/0008-alice-note-0.md" in names
+    assert all(name.startswith("docs/audit/review/") for name in names), names
+    assert git(repo, "diff", "--cached", "--name-only") == "notes.txt\n"

@@ -212,6 +212,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         409,
         "a git hook refused the sync's commit (the files stay written; --git-no-verify skips it)",
     ),
+    (
+        "SYNC_GIT_HOOK_STAGED",
+        409,
+        "a git hook staged paths that are not the sync's: its commit is undone, the index as it "
+        "was (the files stay written; --git-no-verify skips the hook)",
+    ),
     # --- the server
     # --- the folder import (import_folder): each names the file it is about
     ("IMPORT_ROOT_INVALID", 400, "the import's root is not a readable directory"),
