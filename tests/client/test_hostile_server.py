@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from agentchat.client import hooks, mcp_tools
+from agentchat.client import api, hooks, mcp_tools
 from agentchat.client.api import Client
 from agentchat.client.errors import ClientError
 from agentchat.client.guard import Settings, check
 from agentchat.client.safe import terminal
 from tests.client.cli_run import Agentchat
-from tests.client.fake_server import fake_server
+from tests.client.fake_server import ENDLESS_CHUNK, fake_server
 
 # Sets the window title, clears the screen, writes the clipboard; a C1 CSI; a right-to-left
 # override; a zero-width space; a lone surrogate (a JSON \ud800 escape carries one).
@@ -198,6 +198,8 @@ SHAPES = [
     ),
     (["claim", "review", "task-1.md"], ("POST", "channels/review/claims/task-1.md/"), {"o": 1}),
     (["compact", "review"], ("POST", "channels/review/compact/"), {"open_tasks_count": "1"}),
+    # The Markdown summary answered as JSON (an object where text is asked for).
+    (["state", "review"], ("GET", "channels/review/state/"), {"summary": "x"}),
     (
         ["unlock", "review", "a"],
         ("DELETE", "channels/review/locks/"),
@@ -289,3 +291,29 @@ def test_a_run_of_calls_past_its_shared_deadline_sends_nothing(fake) -> None:
             client.request("GET", "me/")
     assert caught.value.code == "SERVER_TIMEOUT"
     assert fake.seen == [("GET", "/api/v1/me/")]
+
+
+# --- a server that never ends its answer ----------------------------------------------------
+
+
+def test_an_endless_answer_is_refused_at_the_size_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 4 * 1024 * 1024
+    monkeypatch.setattr(api, "MAX_ANSWER_BYTES", cap, raising=False)
+    with fake_server() as fake:
+        fake.endless = True
+        got: list[Any] = []
+        run = Agentchat(fake.url, "t", tmp_path)
+        worker = threading.Thread(
+            target=lambda: got.append(run("--call-timeout", "3", "channels")), daemon=True
+        )
+        worker.start()
+        worker.join(60)  # a hang guard only
+        assert not worker.is_alive()
+        sent = fake.sent
+    [result] = got
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("agentchat: RESPONSE_TOO_LARGE: "), result.stderr
+    # What the server could write: the cap, one chunk, and what the sockets' buffers hold.
+    assert sent <= cap + ENDLESS_CHUNK + 8 * 1024 * 1024
