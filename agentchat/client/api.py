@@ -10,7 +10,9 @@ Every call has a deadline for the whole of it (``call_timeout`` seconds, default
 ``CALL_TIMEOUT``; ``--call-timeout``, ``$AGENT_CHAT_CALL_TIMEOUT`` or ``call_timeout`` in the
 config file): httpx's timeouts bound each read, so a server dripping its answer a byte at a
 time would hold a call for ever. Each socket read and write of a call waits at most what is
-left of it (``_DeadlineBackend``), and a call past it is ``SERVER_TIMEOUT``.
+left of it (``_DeadlineBackend``), and a call past it is ``SERVER_TIMEOUT``. The answer is
+read as a stream and refused (``RESPONSE_TOO_LARGE``) past ``MAX_ANSWER_BYTES``, so an endless
+one neither fills the memory nor keeps the call past its deadline.
 
 A heavy request (a peek, a list, the state) refused 429 ``HEAVY_REQUEST_BUSY`` (this token's
 other heavy requests fill the server's queue; nothing was run) is tried again with a capped
@@ -39,6 +41,10 @@ from agentchat.client.errors import ClientError, one_line
 API_ROOT = "/api/v1/"
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
+# The most bytes one answer may have: far above any real one (a page of messages is at most
+# the server's AGENTCHAT_READ_MAX_BYTES, 1 MiB by default; a state summary or a list page is
+# smaller), so a server streaming without end is refused before it fills the memory.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 # The monotonic time by which the call this thread is making must be over (None: no call).
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "agentchat_call_deadline", default=None
@@ -136,6 +142,7 @@ class Client:
         self.token = token
         self.url_source = url_source
         self.call_timeout = call_timeout
+        self.max_answer = MAX_ANSWER_BYTES
         # A monotonic time every call must also be over by (a run of calls with one deadline,
         # such as the git guard's check); None: each call has its own only.
         self.until: float | None = None
@@ -251,14 +258,22 @@ class Client:
         left = max(0.0, deadline - started)
         token = _DEADLINE.set(deadline)
         try:
-            return self._http.request(
-                method,
-                full,
-                content=content,
-                params=params,
-                headers=headers,
-                timeout=httpx.Timeout(min(READ_TIMEOUT, left), connect=CONNECT_TIMEOUT),
+            response = self._http.send(
+                self._http.build_request(
+                    method,
+                    full,
+                    content=content,
+                    params=params,
+                    headers=headers,
+                    timeout=httpx.Timeout(min(READ_TIMEOUT, left), connect=CONNECT_TIMEOUT),
+                ),
+                stream=True,
             )
+            try:
+                _read_capped(response, self.max_answer, f"{method} {full}", self.url)
+            finally:
+                response.close()
+            return response
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout) and time.monotonic() - started < left:
                 raise self._unreachable("connection timed out") from exc
@@ -356,6 +371,27 @@ class Client:
             status == 429 and code == BUSY
         )
         return ClientError(code, message, detail, status=status, transient=transient)
+
+
+def _read_capped(response: httpx.Response, cap: int, what: str, url: str) -> None:
+    """Read the body of a streamed ``response`` into it (``response.content``), chunk by
+    chunk, each socket read within the call's deadline; ``RESPONSE_TOO_LARGE`` as soon as it
+    passes ``cap`` bytes (the rest is never read)."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise ClientError(
+                "RESPONSE_TOO_LARGE",
+                f"the server at {url} answered {what} with more than {cap} bytes "
+                "(no AgentChat answer is so large); the rest was not read",
+                status=response.status_code,
+            )
+        chunks.append(chunk)
+    # The body read is the response's own (what .read() would have set), one copy only.
+    response._content = b"".join(chunks)
+    chunks.clear()
 
 
 def _wants_json(accept: str) -> bool:

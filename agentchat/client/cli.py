@@ -1,6 +1,7 @@
 """``agentchat``: the reference CLI's commands over HTTP (REFERENCE-CLI §2 and §5).
 
-``agentchat [--url URL] [--token TOKEN] [--call-timeout SECONDS] COMMAND ...``. The commands,
+``agentchat [--url URL] [--token TOKEN] [--call-timeout SECONDS] [--json] COMMAND ...`` (these
+flags may also follow the command). The commands,
 arguments, flags and output lines are the reference's; the folder is replaced by a server
 (``--url``, see ``agentchat.client.config``) and the identity by the token. The identity flags
 (``--as``, ``--from``, ``--created-by``, ``--owner`` where it names the actor) are optional and
@@ -53,8 +54,33 @@ class _TaskParser(argparse.ArgumentParser):
         raise ClientError(code, f"cli error: {message}")
 
 
+def _global_flags(parser: argparse.ArgumentParser, *, leaf: bool = False) -> None:
+    """The flags every command takes, before the command or after it: on a command's own
+    parser their default is SUPPRESS, so one given before the command is not reset by it."""
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if leaf else value
+
+    parser.add_argument(
+        "--url", default=default(None), help="server root (default: $AGENT_CHAT_URL, config, :8000)"
+    )
+    parser.add_argument(
+        "--token", default=default(None), help="agent token (default: $AGENT_CHAT_TOKEN, config)"
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=default(None),
+        help="seconds one call to the server may take in all (default: "
+        "$AGENT_CHAT_CALL_TIMEOUT, config, 30); past it: SERVER_TIMEOUT",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print the REST body"
+    )
+
+
 def _json_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the REST body")
+    _global_flags(parser, leaf=True)
 
 
 def _lease_flag(parser: argparse.ArgumentParser, what: str = "lease") -> None:
@@ -74,14 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentchat",
         description="AgentChat client: the reference agent-chat CLI's commands, on a server",
     )
-    parser.add_argument("--url", help="server root (default: $AGENT_CHAT_URL, config, :8000)")
-    parser.add_argument("--token", help="agent token (default: $AGENT_CHAT_TOKEN, config)")
-    parser.add_argument(
-        "--call-timeout",
-        type=float,
-        help="seconds one call to the server may take in all (default: "
-        "$AGENT_CHAT_CALL_TIMEOUT, config, 30); past it: SERVER_TIMEOUT",
-    )
+    _global_flags(parser)
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def command(name: str, func: Command, help_text: str, **kw: Any) -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ CLIENT_CODES: dict[str, tuple[int, str]] = {
     "SERVER_UNREACHABLE": (EXIT_PLAIN, "no server answers at the configured URL"),
     "SERVER_TIMEOUT": (EXIT_PLAIN, "a call took longer than its deadline (--call-timeout)"),
     "BAD_RESPONSE": (EXIT_PLAIN, "the server's answer is not an AgentChat JSON body"),
+    "RESPONSE_TOO_LARGE": (EXIT_PLAIN, "an answer of the server passed the client's size cap"),
     "CONFIG_INVALID": (EXIT_PLAIN, "the config file, a URL or a token is malformed"),
     "USAGE": (EXIT_USAGE, "a command-line argument is missing or malformed"),
     "TASK_INVALID_COMMAND": (EXIT_USAGE, "`agentchat task` with an unknown subcommand"),

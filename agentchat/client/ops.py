@@ -31,6 +31,10 @@ from agentchat.client.errors import ClientError
 TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
 PEEK_PAGE = 200
 ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed over
+# The largest frame the wait reads: one message's (at most the server's 768 KiB request, up to
+# about 6x that JSON-escaped) with room to spare. A larger one fails the connection at its
+# header, unread, and the wait mends it as any dropped connection: it subscribes again.
+WS_MAX_FRAME = 16 * 1024 * 1024
 
 
 def me(client: Client) -> str:
@@ -221,7 +225,7 @@ def _subscribe(client: Client, channel: str, since: int, deadline: float) -> Cli
             url,
             additional_headers=headers,
             open_timeout=max(0.5, min(10.0, deadline - time.monotonic())),
-            max_size=2**24,
+            max_size=WS_MAX_FRAME,
             user_agent_header="agentchat-cli",
         )
     except InvalidStatus:

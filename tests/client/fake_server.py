@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DRIP_EVERY = 0.2  # seconds between two bytes of a dripped answer
+ENDLESS_CHUNK = 64 * 1024  # bytes of one write of an endless answer
 
 
 @dataclass
@@ -21,10 +22,14 @@ class Fake:
     """``routes[(method, path)]`` (path under ``/api/v1/``, no query): the JSON body answered
     (status 200), or ``(status, body)``, or a list of those answered in turn (the last one
     for every request after). Unknown routes: 404 with an AgentChat error body.
-    ``drip``: every answer is sent a byte every ``DRIP_EVERY`` seconds, headers included."""
+    ``drip``: every answer is sent a byte every ``DRIP_EVERY`` seconds, headers included.
+    ``endless``: every answer is a JSON body that never ends (no Content-Length), sent as fast
+    as the client reads it; ``sent`` counts its bytes."""
 
     routes: dict[tuple[str, str], Any] = field(default_factory=dict)
     drip: bool = False
+    endless: bool = False
+    sent: int = 0
     url: str = ""
     seen: list[tuple[str, str]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -59,6 +64,8 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             if length:
                 self.rfile.read(length)
+            if fake.endless:
+                return self._endless()
             status, body = fake.answer(self.command, urlsplit(self.path).path)
             head = (
                 f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
@@ -75,6 +82,17 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                 except OSError:  # the client gave up
                     return
+
+        def _endless(self) -> None:
+            self.close_connection = True
+            self.wfile.write(b"HTTP/1.1 200 X\r\nContent-Type: application/json\r\n\r\n[")
+            chunk = b'"' + b"x" * (ENDLESS_CHUNK - 3) + b'",'
+            while not fake.stop.is_set():
+                try:
+                    self.wfile.write(chunk)
+                except OSError:  # the client gave up
+                    return
+                fake.sent += len(chunk)
 
         do_GET = do_POST = do_PATCH = do_DELETE = _serve
 

@@ -571,3 +571,26 @@ def test_the_console_script_runs_as_a_child_process(alice):
     result = alice.subprocess("roster", "nowhere")
     assert result.returncode == 1
     assert result.stderr.startswith("agentchat: CHANNEL_NOT_FOUND: ")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--json", "--url", "http://u", "--call-timeout", "2", "peek", "review"],
+        ["peek", "review", "--json", "--url", "http://u", "--call-timeout", "2"],
+        ["--url", "http://u", "peek", "review", "--call-timeout", "2", "--json"],
+        ["--json", "task", "list", "review", "--url", "http://u", "--call-timeout", "2"],
+    ],
+)
+def test_the_global_flags_go_before_or_after_the_command(argv):
+    from agentchat.client.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert (args.json, args.url, args.call_timeout, args.token) == (True, "http://u", 2.0, None)
+
+
+def test_a_command_without_the_global_flags_keeps_their_defaults():
+    from agentchat.client.cli import build_parser
+
+    args = build_parser().parse_args(["peek", "review"])
+    assert (args.json, args.url, args.call_timeout, args.token) == (False, None, None, None)

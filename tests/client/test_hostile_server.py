@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from agentchat.client import hooks, mcp_tools
+from agentchat.client import api, hooks, mcp_tools
 from agentchat.client.api import Client
 from agentchat.client.errors import ClientError
 from agentchat.client.guard import Settings, check
 from agentchat.client.safe import terminal
 from tests.client.cli_run import Agentchat
-from tests.client.fake_server import fake_server
+from tests.client.fake_server import ENDLESS_CHUNK, fake_server
 
 # Sets the window title, clears the screen, writes the clipboard; a C1 CSI; a right-to-left
 # override; a zero-width space; a lone surrogate (a JSON \ud800 escape carries one).
@@ -198,6 +198,8 @@ SHAPES = [
     ),
     (["claim", "review", "task-1.md"], ("POST", "channels/review/claims/task-1.md/"), {"o": 1}),
     (["compact", "review"], ("POST", "channels/review/compact/"), {"open_tasks_count": "1"}),
+    # The Markdown summary answered as JSON (an object where text is asked for).
+    (["state", "review"], ("GET", "channels/review/state/"), {"summary": "x"}),
     (
         ["unlock", "review", "a"],
         ("DELETE", "channels/review/locks/"),
@@ -289,3 +291,76 @@ def test_a_run_of_calls_past_its_shared_deadline_sends_nothing(fake) -> None:
             client.request("GET", "me/")
     assert caught.value.code == "SERVER_TIMEOUT"
     assert fake.seen == [("GET", "/api/v1/me/")]
+
+
+# --- a server that never ends its answer ----------------------------------------------------
+
+
+def test_an_endless_answer_is_refused_at_the_size_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 4 * 1024 * 1024
+    monkeypatch.setattr(api, "MAX_ANSWER_BYTES", cap, raising=False)
+    with fake_server() as fake:
+        fake.endless = True
+        got: list[Any] = []
+        run = Agentchat(fake.url, "t", tmp_path)
+        worker = threading.Thread(
+            target=lambda: got.append(run("--call-timeout", "3", "channels")), daemon=True
+        )
+        worker.start()
+        worker.join(60)  # a hang guard only
+        assert not worker.is_alive()
+        sent = fake.sent
+    [result] = got
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith("agentchat: RESPONSE_TOO_LARGE: "), result.stderr
+    # What the server could write: the cap, one chunk, and what the sockets' buffers hold.
+    assert sent <= cap + ENDLESS_CHUNK + 8 * 1024 * 1024
+
+
+def test_a_wait_refuses_a_too_large_frame_and_ends_at_its_deadline() -> None:
+    """A frame past the client's cap (its header says 300 MB, its payload never ends) drops
+    the connection, which the wait mends as any other: it subscribes again (with backoff) and
+    ends at its deadline, having read no more than the cap of any connection's frame."""
+    from websockets.sync.server import serve
+
+    from agentchat.client import ops
+
+    connections: list[int] = []
+    stop = threading.Event()
+
+    def endless_frame(ws: Any) -> None:
+        connections.append(0)
+        ws.socket.sendall(b"\x81\x7f" + (300 * 1024 * 1024).to_bytes(8, "big"))
+        while not stop.is_set():
+            try:
+                ws.socket.sendall(b"x" * ENDLESS_CHUNK)
+            except OSError:  # the client dropped the connection
+                return
+            connections[-1] += ENDLESS_CHUNK
+
+    routes = {("GET", "channels/review/messages/"): {"messages": [], "cursor": 0}}
+    with fake_server(routes) as fake, serve(endless_frame, "127.0.0.1", 0) as ws_server:
+        threading.Thread(target=ws_server.serve_forever, daemon=True).start()
+        port = ws_server.socket.getsockname()[1]
+        got: list[BaseException] = []
+
+        def wait() -> None:
+            with Client(fake.url, "t") as client:
+                client.ws_url = lambda path: f"ws://127.0.0.1:{port}{path}"  # type: ignore[method-assign]
+                try:
+                    ops.wait_found(client, "review", "bob", timeout=2)
+                except BaseException as exc:  # the test inspects it
+                    got.append(exc)
+
+        worker = threading.Thread(target=wait, daemon=True)
+        worker.start()
+        worker.join(60)  # a hang guard only
+        stop.set()
+        ws_server.shutdown()
+        assert not worker.is_alive()
+    assert [type(exc) for exc in got] == [ops.WaitTimeout]
+    assert len(connections) >= 2  # dropped and subscribed again
+    # No connection was read past the cap (bar what the sockets' buffers hold).
+    assert max(connections) <= ops.WS_MAX_FRAME + 8 * 1024 * 1024

@@ -45,7 +45,11 @@ def cmd_state(client: Client, args: argparse.Namespace) -> None:
             client.request("GET", chan(args) + "state/", params=params, raw=True, expect=dict)
         )
     params["format"] = "md"
-    out(client.request("GET", chan(args) + "state/", params=params, accept="text/markdown") or "")
+    # The Markdown must arrive as text: a JSON answer (parsed as such) is BAD_RESPONSE.
+    summary = client.request(
+        "GET", chan(args) + "state/", params=params, accept="text/markdown", expect=shapes.TEXT
+    )
+    out(summary or "")
 
 
 def cmd_compact(client: Client, args: argparse.Namespace) -> None:
