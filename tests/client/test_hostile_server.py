@@ -340,7 +340,7 @@ def test_a_wait_refuses_a_too_large_frame_and_ends_at_its_deadline() -> None:
                 return
             connections[-1] += ENDLESS_CHUNK
 
-    routes = {("GET", "channels/review/messages/"): {"messages": [], "cursor": 0}}
+    routes = {("GET", "channels/review/messages/"): {"messages": [], "cursor": 0, "more": False}}
     with fake_server(routes) as fake, serve(endless_frame, "127.0.0.1", 0) as ws_server:
         threading.Thread(target=ws_server.serve_forever, daemon=True).start()
         port = ws_server.socket.getsockname()[1]
