@@ -243,6 +243,14 @@ AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS = int(
 AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT = int(
     os.environ.get("AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT", "8")
 )
+# Path locks: how many entries (paths) one agent may hold in a channel, its expired locks
+# included (it may unlock them at any time), and how many the channel's unexpired locks may
+# hold: every held entry may be a candidate of a later request, so their number bounds that
+# work (a lock past either: PATH_LOCK_TOO_MANY_PATHS).
+AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT = int(
+    os.environ.get("AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT", "256")
+)
+AGENTCHAT_PATH_LOCK_MAX_PATHS = int(os.environ.get("AGENTCHAT_PATH_LOCK_MAX_PATHS", "4096"))
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {

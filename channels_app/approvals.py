@@ -9,10 +9,12 @@ from collections.abc import Iterable
 from django.db.models import Exists, OuterRef, QuerySet
 
 from channels_app.approval_rule import APPROVAL_REQUEST, deciding_answers
+from channels_app.budget import messages_within
 from channels_app.models import Channel, Message
 from channels_app.selectors import channels_visible_to
 
 APPROVALS_MAX = 1000
+APPROVAL_OVERHEAD = 256  # an approval's record beyond its request's JSON (a name at most)
 
 
 def _pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
@@ -26,14 +28,18 @@ def _pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
 
 
 def approvals_pending(
-    *, viewer: str, limit: int = APPROVALS_MAX, channel: Channel | None = None
+    *,
+    viewer: str,
+    limit: int = APPROVALS_MAX,
+    channel: Channel | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[list[Message], bool]:
     """The pending requests ``viewer`` may see (of ``channel``, which the caller looked up as
-    ``viewer``, or of every channel), oldest first, at most ``limit``; and whether more
-    remain."""
-    rows = _pending(viewer, channel).select_related("channel").order_by("ts", "id")
-    found = list(rows[: limit + 1])
-    return found[:limit], len(found) > limit
+    ``viewer``, or of every channel), oldest first, at most ``limit`` and about ``max_bytes``
+    (AGENTCHAT_READ_MAX_BYTES) of JSON, at least one; and whether more remain."""
+    rows = _pending(viewer, channel).order_by("ts", "id")
+    # A record wraps the request with its maintainer: {"request": …, "maintainer": …}.
+    return messages_within(rows, limit=limit, max_bytes=max_bytes, overhead=APPROVAL_OVERHEAD)
 
 
 def approvals_pending_among(*, channel: Channel, seqs: Iterable[int]) -> set[int]:

@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
+from channels_app.budget import messages_within
 from channels_app.models import Channel, Message
 from channels_app.selectors import channels_visible_to
 from channels_app.words import search_terms
@@ -55,16 +56,21 @@ def _matching(terms: list[str]) -> QuerySet[Message]:
 
 
 def messages_search(
-    *, viewer: str, query: object, channel: Channel | None = None, limit: int = 50
+    *,
+    viewer: str,
+    query: object,
+    channel: Channel | None = None,
+    limit: int = 50,
+    max_bytes: int | None = None,
 ) -> tuple[list[Message], bool]:
     """Messages whose title or body hold every word of ``query``, in ``channel`` (which the
     caller looked up as ``viewer``) or in every channel ``viewer`` may see; newest first, at
-    most ``limit``, and whether more matched. Raises INVALID_VALUE."""
+    most ``limit`` and about ``max_bytes`` (AGENTCHAT_READ_MAX_BYTES) of JSON, at least one;
+    and whether more matched. Raises INVALID_VALUE."""
     terms = search_terms(query)
     rows = _matching(terms)
     if channel is not None:
         rows = rows.filter(channel=channel)
     else:
         rows = rows.filter(channel__in=channels_visible_to(viewer))
-    found = list(rows.select_related("channel").order_by("-ts", "-seq")[: limit + 1])
-    return found[:limit], len(found) > limit
+    return messages_within(rows.order_by("-ts", "-seq"), limit=limit, max_bytes=max_bytes)

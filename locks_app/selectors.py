@@ -18,6 +18,7 @@ from agentchat.core.rules.names import is_record_id
 from agentchat.core.rules.paths import safe_text
 from channels_app.models import Channel
 from locks_app import records
+from locks_app.bounds import conflicts_body, conflicts_listed
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
@@ -133,8 +134,10 @@ def lock_conflict_scan(
     )
 
 
-def lock_check(*, channel: Channel, paths: Any) -> list[dict[str, Any]]:
-    """Every lock record overlapping ``paths``, expired ones included (flagged ``expired``).
+def lock_check(*, channel: Channel, paths: Any) -> dict[str, Any]:
+    """The check answer: the lock records overlapping ``paths``, expired ones included
+    (flagged ``expired``), the first ``CONFLICTS_SHOWN`` of them when there are more
+    (``locks_app.bounds.conflicts_body``).
 
     Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_CONFLICT (two
     requested paths overlap, as in the reference, whose check normalizes like lock).
@@ -142,8 +145,8 @@ def lock_check(*, channel: Channel, paths: Any) -> list[dict[str, Any]]:
     budget = WorkBudget()
     entries = paths_normalize(paths, case_insensitive=case_insensitive(), budget=budget)
     conflicts = lock_conflict_scan(channel=channel, entries=entries, budget=budget).run()
-    now = clock.now()
-    return [records.lock_conflict_to_dict(lock, now) for lock in locks_by_pk(conflicts)]
+    listed, _expired = conflicts_listed(conflicts, clock.now())
+    return conflicts_body(listed, len(conflicts))
 
 
 def lock_id_check(lock_id: Any) -> str:

@@ -45,6 +45,7 @@ from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
+from locks_app.bounds import conflicts_body, conflicts_listed, path_caps_check
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.imports import LockImport
@@ -79,17 +80,18 @@ def lock_reason_check(reason: Any) -> str:
     return reason_check(reason, code="PATH_LOCK_INVALID_REASON")
 
 
-def _conflict_error(locks: list[PathLock], now: datetime, operation: str) -> AppError:
-    details = [records.lock_conflict_to_dict(lock, now) for lock in locks]
-    if any(item["expired"] for item in details):
+def _conflict_error(pks: set[int], now: datetime, operation: str) -> AppError:
+    """The 409 of a request overlapping the locks ``pks``: the first of them listed
+    (``locks_app.bounds``), RECOVERY_REQUIRED when any of all of them has expired."""
+    listed, expired = conflicts_listed(pks, now)
+    detail = conflicts_body(listed, len(pks))
+    if expired:
         return AppError(
             "PATH_LOCK_RECOVERY_REQUIRED",
             f"{operation} overlaps an expired lock; recover it explicitly",
-            detail={"conflicts": details},
+            detail=detail,
         )
-    return AppError(
-        "PATH_LOCK_CONFLICT", f"{operation} overlaps an active lock", detail={"conflicts": details}
-    )
+    return AppError("PATH_LOCK_CONFLICT", f"{operation} overlaps an active lock", detail=detail)
 
 
 def _audit(
@@ -239,7 +241,9 @@ def lock_acquire(
     PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_TOO_MANY_PATTERNS
     (``owner`` holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT`` entries starting with a
     wildcard, or the channel's unexpired locks ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``:
-    ``_root_caps_check``), PATH_LOCK_INVALID_DURATION.
+    ``_root_caps_check``), PATH_LOCK_TOO_MANY_PATHS (``owner`` holds
+    ``AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT`` entries, or the channel's unexpired locks
+    ``AGENTCHAT_PATH_LOCK_MAX_PATHS``: ``locks_app.bounds``), PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
     budget = WorkBudget()
@@ -253,8 +257,9 @@ def lock_acquire(
         now = clock.now()
         conflicts = scan.run()
         if conflicts:
-            raise _conflict_error(selectors.locks_by_pk(conflicts), now, "lock request")
+            raise _conflict_error(conflicts, now, "lock request")
         _root_caps_check(channel, entries, owner=owner, now=now)
+        path_caps_check(channel, entries, owner=owner, now=now)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,
@@ -340,7 +345,8 @@ def lock_recover(
     active), PATH_LOCK_CONFLICT / PATH_LOCK_RECOVERY_REQUIRED (another record overlaps its
     paths, or, when ``expected_owner`` / ``expected_expires_at`` are given (the admin: what it
     was shown), the lock is no longer as expected), PATH_LOCK_PATTERN_TOO_COMPLEX,
-    PATH_LOCK_TOO_MANY_PATTERNS (the caps of ``lock_acquire``, for ``owner``),
+    PATH_LOCK_TOO_MANY_PATTERNS / PATH_LOCK_TOO_MANY_PATHS (the caps of ``lock_acquire``, for
+    ``owner``),
     PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
@@ -373,15 +379,11 @@ def lock_recover(
             scan = _entries_scan(channel, lock, budget)  # (an entry never changes under a lock)
         conflicts = scan.run()
         if conflicts:
-            raise _conflict_error(selectors.locks_by_pk(conflicts), now, "recovery request")
+            raise _conflict_error(conflicts, now, "recovery request")
         # The recovered lock turns unexpired and changes hands: the caps hold for it as well.
-        _root_caps_check(
-            channel,
-            [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()],
-            owner=owner,
-            now=now,
-            exclude_lock_pk=lock.pk,
-        )
+        held = [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()]
+        _root_caps_check(channel, held, owner=owner, now=now, exclude_lock_pk=lock.pk)
+        path_caps_check(channel, held, owner=owner, now=now, exclude_lock_pk=lock.pk)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         previous = records.lock_to_dict(lock)
         # Compare-and-set on what was read: a concurrent change (impossible while the channel

@@ -447,7 +447,9 @@ class ApprovalsApi(APIView):
             "to it (`reply_to`) with status `approved` or `rejected` exists from a person "
             "(`sender_kind` human, as the server stamped it; never an imported message) other "
             "than the requester — the channel's maintainer when the channel names one. Any "
-            "other answer is a comment. Oldest first; `more` says the page was cut."
+            "other answer is a comment. Oldest first, at most `limit` and about "
+            "AGENTCHAT_READ_MAX_BYTES of JSON (always at least one); `more` says the page was "
+            "cut."
         ),
     )
     @query_parameters(
@@ -481,7 +483,8 @@ class SearchApi(APIView):
             f"of at least {words.SEARCH_PREFIX_MIN} characters, at most "
             f"{words.SEARCH_PREFIXES_MAX} prefixes a query, else 400 SEARCH_TOO_BROAD); "
             f"at most {words.SEARCH_TERMS_MAX} words, {words.SEARCH_QUERY_MAX} characters. "
-            "Newest first; `more` says the page was cut. Full-text search of the database "
+            "Newest first, at most `limit` and about AGENTCHAT_READ_MAX_BYTES of JSON (always "
+            "at least one); `more` says the page was cut. Full-text search of the database "
             "(SQLite FTS5, PostgreSQL to_tsvector), a plain match elsewhere."
         ),
     )

@@ -110,3 +110,10 @@ class LockConflictOutput(serializers.Serializer):
 
 class LockCheckOutput(serializers.Serializer):
     conflicts = LockConflictOutput(many=True)
+    conflicts_total = serializers.IntegerField(
+        required=False,
+        help_text="only when `conflicts` lists the first 50 of more: how many locks overlap",
+    )
+    truncated = serializers.BooleanField(
+        required=False, help_text="only when `conflicts` is cut: `true`"
+    )

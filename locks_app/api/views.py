@@ -26,8 +26,9 @@ from locks_app.api import serializers as s
 # the error table: agentchat.core.http.schema).
 PATHS = ("PATH_LOCK_INVALID_PATH", "PATH_LOCK_PATTERN_TOO_COMPLEX")
 HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overlap a lock
-# Held patterns starting with a wildcard: the caller's or the channel's cap (a lock, a recovery).
-CAPPED = ("PATH_LOCK_TOO_MANY_PATTERNS",)
+# Held patterns starting with a wildcard, or held paths: the caller's or the channel's caps (a
+# lock, a recovery).
+CAPPED = ("PATH_LOCK_TOO_MANY_PATTERNS", "PATH_LOCK_TOO_MANY_PATHS")
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
 
 
@@ -126,10 +127,10 @@ class LockCheckApi(LockApiView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
-        conflicts = selectors.lock_check(
+        answer = selectors.lock_check(
             channel=channel_get(name, viewer=request.user.name), paths=data["paths"]
         )
-        return Response({"conflicts": conflicts})
+        return Response(answer)
 
 
 class LockDetailApi(LockApiView):

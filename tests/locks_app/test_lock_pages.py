@@ -47,6 +47,7 @@ def test_paging_gives_every_lock_once_in_order_expired_ones_too(review, api_for,
 def test_a_page_of_big_locks_is_bounded_and_loads_only_what_it_sends(
     review, api_for, settings, monkeypatch
 ):
+    settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT = 640
     for i in range(10):
         lock_acquire(channel=review, owner="alice", paths=long_paths(f"p{i}", 64))  # ~130 KB
     settings.AGENTCHAT_READ_MAX_BYTES = budget = 300_000
@@ -68,7 +69,8 @@ def test_a_page_of_big_locks_is_bounded_and_loads_only_what_it_sends(
 
 
 @pytest.mark.django_db
-def test_queries_per_page_do_not_grow_with_the_list(review, api_for):
+def test_queries_per_page_do_not_grow_with_the_list(review, api_for, settings):
+    settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT = 410
     bob = api_for("bob")
     bob.get(URL)  # the token's first use writes its own rows
 

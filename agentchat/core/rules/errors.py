@@ -170,6 +170,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "the caller, or the channel's unexpired locks, hold as many patterns starting with a "
         "wildcard as they may (settings)",
     ),
+    (
+        "PATH_LOCK_TOO_MANY_PATHS",
+        409,
+        "the caller, or the channel's unexpired locks, hold as many lock entries (paths) as they "
+        "may (settings)",
+    ),
     ("PATH_LOCK_INVALID_RECORD", 400, "an imported lock record breaks the reference's rules"),
     ("PATH_LOCK_INVALID_TIMESTAMP", 400, "an imported lock time is not ISO-8601 with an offset"),
     ("PATH_LOCK_TRANSACTION_PENDING", 409, "a folder holds locks/.path-lock-transaction.json"),

@@ -1,0 +1,93 @@
+"""What one agent, and one channel, may hold in lock entries, and how much of what is held a
+conflict answer lists: whatever is held, a request's work is bounded by the caps and its
+answer by ``CONFLICTS_SHOWN``.
+
+Every held entry can be a candidate of a later request (``locks_app.conflicts``), and every
+lock overlapping a request used to be listed in its 409 or its check answer, paths and all: an
+agent holding thousands of paths made each answer to every other agent megabytes. So the
+entries (paths) are capped like the patterns starting with a wildcard are
+(``services._root_caps_check``): per agent counting its expired locks too (they still conflict,
+and their owner may unlock them at any time), per channel counting unexpired locks only (locks
+left by agents gone away refuse no one). A conflict answer lists the first ``CONFLICTS_SHOWN``
+overlapping locks by lock id and, when there are more, says how many in all
+(``conflicts_total``) and ``"truncated": true``; a small answer is the reference's as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch
+
+from agentchat.core.rules.errors import AppError
+from channels_app.models import Channel
+from locks_app import records
+from locks_app.models import PathLock, PathLockEntry
+from locks_app.paths import PathEntry
+
+CONFLICTS_SHOWN = 50  # overlapping locks listed in a 409 or a check answer
+
+
+def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
+    where = "an agent may hold in a channel" if scope == "agent" else "the channel may hold"
+    return AppError(
+        "PATH_LOCK_TOO_MANY_PATHS",
+        f"{where} at most {limit} locked paths; {held} are held"
+        + (" by you (expired ones too: unlock them)" if scope == "agent" else "")
+        + ": unlock some, or lock a folder or a pattern instead of its files",
+        detail={"held": held, "requested": wanted, "limit": limit, "scope": scope},
+    )
+
+
+def path_caps_check(
+    channel: Channel,
+    entries: list[PathEntry],
+    *,
+    owner: str,
+    now: datetime,
+    exclude_lock_pk: int | None = None,
+) -> None:
+    """``owner`` may hold at most AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT entries in
+    ``channel`` (its expired locks too), the channel's unexpired locks at most
+    AGENTCHAT_PATH_LOCK_MAX_PATHS, ``entries`` included. Counted inside the write transaction;
+    ``exclude_lock_pk``: the lock being recovered. Raises PATH_LOCK_TOO_MANY_PATHS."""
+    wanted = len(entries)
+    held = PathLockEntry.objects.filter(channel_id=channel.pk)
+    if exclude_lock_pk is not None:
+        held = held.exclude(lock_id=exclude_lock_pk)
+    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT
+    mine = held.filter(lock__owner=owner).count()
+    if mine + wanted > per_agent:
+        raise _too_many_paths(mine, wanted, per_agent, scope="agent")
+    limit = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS
+    active = held.filter(lock__expires_at__gt=now).count()
+    if active + wanted > limit:
+        raise _too_many_paths(active, wanted, limit, scope="channel")
+
+
+def conflicts_listed(pks: Collection[int], now: datetime) -> tuple[list[dict[str, Any]], bool]:
+    """The conflict records of the first CONFLICTS_SHOWN of the locks ``pks`` by lock id (only
+    those are loaded), and whether any of all of them has expired."""
+    shown = (
+        PathLock.objects.filter(pk__in=list(pks))
+        .select_related("channel")
+        .prefetch_related(Prefetch("entries", queryset=PathLockEntry.objects.order_by("position")))
+        .order_by("lock_id")[:CONFLICTS_SHOWN]
+    )
+    listed = [records.lock_conflict_to_dict(lock, now) for lock in shown]
+    expired = any(item["expired"] for item in listed)
+    if not expired and len(pks) > len(listed):
+        expired = PathLock.objects.filter(pk__in=list(pks), expires_at__lte=now).exists()
+    return listed, expired
+
+
+def conflicts_body(listed: list[dict[str, Any]], total: int) -> dict[str, Any]:
+    """``{"conflicts": [...]}``, plus ``conflicts_total`` and ``"truncated": true`` when
+    ``listed`` is not all ``total`` of them."""
+    body: dict[str, Any] = {"conflicts": listed}
+    if total > len(listed):
+        body.update(conflicts_total=total, truncated=True)
+    return body
