@@ -148,6 +148,7 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
     if message_kind_of(status) == Message.Kind.EVENT:
         try:
             event = events.event_parse(body, where=where)
+            events.event_visible_check(event)
         except AppError as exc:
             raise in_file(where, exc) from None
     message = ImportedMessage(

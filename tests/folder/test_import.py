@@ -511,6 +511,16 @@ MALFORMED = {
         "INVISIBLE_CHARACTER",
         MSG,
     ),
+    "bidi override in an event's detail": (
+        _replace(EVENT, '"detail":"implementing', '"detail":"\u202eimplementing'),
+        "INVISIBLE_CHARACTER",
+        EVENT,
+    ),
+    "zero width joiner in an event's harness": (
+        _replace(EVENT, '"harness":"opencode"', '"harness":"open\u200dcode"'),
+        "INVISIBLE_CHARACTER",
+        EVENT,
+    ),
     "blank-looking title": (
         _replace(MSG, "title: Re: Kickoff\n", "title: \u3164\n"),
         "INVISIBLE_CHARACTER",
