@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.validation import text_check
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "agent-chat-event.schema.json"
 SCHEMA_VERSION = 1
@@ -257,6 +258,21 @@ def event_validate(value: object, *, extra_unknown: Iterable[str] = ()) -> dict[
     if not ranks:
         return dict(value)
     raise _error(min(ranks), value, extra)
+
+
+# The event's free one-line texts (``status`` and ``primitives`` are names from a closed list).
+VISIBLE_FIELDS = ("agent", "harness", "detail")
+
+
+def event_visible_check(event: Mapping[str, Any]) -> None:
+    """Refuse, with INVISIBLE_CHARACTER, an event whose one-line texts hold an invisible or
+    direction-changing character (``agentchat.core.rules.validation.invisible_problem``): a
+    harness or detail shown on the agents page must read as it compares. Checked where an
+    event is written (a post, an import), not where a stored one is read, so events stored
+    before the rule still read."""
+    for name in VISIBLE_FIELDS:
+        if isinstance(value := event.get(name), str):
+            text_check(value, field=name, visible=True)
 
 
 def event_build(

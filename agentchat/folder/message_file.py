@@ -108,7 +108,8 @@ class ParsedMessage:
 
 def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
     """One message file. Raises IMPORT_UNREADABLE (not UTF-8), IMPORT_BAD_FRONTMATTER,
-    INVALID_VALUE / FIELD_TOO_LARGE (a value the server's rules refuse), the EVENT_* codes for
+    INVALID_VALUE / FIELD_TOO_LARGE / INVISIBLE_CHARACTER (a value the server's rules refuse:
+    ``from``, ``status`` and ``title`` are one-line fields), the EVENT_* codes for
     a message labelled ``event.*`` whose body is no valid event (EVENT_MALFORMED_BODY when it
     is no JSON); every message naming the file."""
     pairs, body = frontmatter_split(reading.text_decode(raw, where), where)
@@ -135,9 +136,11 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
         raise _bad_frontmatter(where, "reply_to must be a message number")
     status = known.get("status", "")
     try:
-        sender = text_check(known.get("from", ""), field="from", max_chars=SENDER_MAX)
-        text_check(status, field="status", max_chars=STATUS_MAX)
-        title = text_check(known.get("title", ""), field="title", max_chars=TITLE_MAX)
+        # One-line fields, so no invisible character either (as the API and a channel's topic):
+        # the frontmatter split already refused line breaks and controls.
+        sender = text_check(known.get("from", ""), field="from", max_chars=SENDER_MAX, visible=True)
+        text_check(status, field="status", max_chars=STATUS_MAX, visible=True)
+        title = text_check(known.get("title", ""), field="title", max_chars=TITLE_MAX, visible=True)
         body = text_check(body.rstrip(), field="body")
     except AppError as exc:
         raise in_file(where, exc) from None
@@ -145,6 +148,7 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
     if message_kind_of(status) == Message.Kind.EVENT:
         try:
             event = events.event_parse(body, where=where)
+            events.event_visible_check(event)
         except AppError as exc:
             raise in_file(where, exc) from None
     message = ImportedMessage(

@@ -376,7 +376,7 @@ class EventListPostApi(APIView):
 
     @extend_schema(
         operation_id="events_post",
-        extensions=raises(*EVENT_CODES),
+        extensions=raises(*EVENT_CODES, "INVISIBLE_CHARACTER"),
         request={"application/json": s.EVENT_POST_SCHEMA},
         responses={201: s.EventItemOutput},
         summary="Post a capability or status event",
@@ -389,7 +389,8 @@ class EventListPostApi(APIView):
             "message (`status: event.<type>`, `title: event:<type>`, kind `event`, the body the "
             "compact JSON of the event, as the reference CLI writes it). A violation is 400 "
             "with the reference's EVENT_* code, in its check order: type, unknown fields, "
-            "harness, then the primitives or the status and detail."
+            "harness, then the primitives or the status and detail; then INVISIBLE_CHARACTER "
+            "for an invisible or direction-changing character in the harness or detail."
         ),
     )
     @query_parameters()

@@ -44,7 +44,8 @@ def event_post(
 
     Raises the codes of ``events.event_validate`` (EVENT_UNKNOWN_FIELD, EVENT_INVALID_TYPE,
     EVENT_REQUIRED_FIELD_MISSING, EVENT_INVALID_TEXT, EVENT_INVALID_PRIMITIVES,
-    EVENT_DUPLICATE_PRIMITIVE, EVENT_UNKNOWN_PRIMITIVE, EVENT_INVALID_STATUS…), FIELD_TOO_LARGE.
+    EVENT_DUPLICATE_PRIMITIVE, EVENT_UNKNOWN_PRIMITIVE, EVENT_INVALID_STATUS…), FIELD_TOO_LARGE,
+    INVISIBLE_CHARACTER (``events.event_visible_check``).
     """
     now = timezone.now()
     event = events.event_validate(
@@ -59,6 +60,7 @@ def event_post(
         ),
         extra_unknown=unknown_fields,
     )
+    events.event_visible_check(event)
     posted = events.event_message(event)
     message, _ = message_post(
         channel=channel,

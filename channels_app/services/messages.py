@@ -17,7 +17,7 @@ from agentchat.core.db.rows import row_insert
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
-from agentchat.core.rules.audit import is_reserved
+from agentchat.core.rules.audit import is_reserved, status_key
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name, is_record_id
 from agentchat.core.rules.validation import json_value_check, text_check
@@ -214,7 +214,9 @@ def _message_validate(
     text_check(title, field="title", single_line=True, allow_empty=False, max_chars=TITLE_MAX)
     text_check(body, field="body")
     text_check(status, field="status", single_line=True, allow_empty=False, max_chars=STATUS_MAX)
-    if status.startswith(events.STATUS_PREFIX) and kind != Message.Kind.EVENT:
+    # Compared as the reserved statuses are: ``EVENT.status``, and ``event.`` spelled with
+    # full-width letters, read as events too.
+    if status_key(status).startswith(events.STATUS_PREFIX) and kind != Message.Kind.EVENT:
         raise AppError(
             "INVALID_VALUE",
             f"status {events.STATUS_PREFIX}* is reserved for events (POST …/events/)",

@@ -142,6 +142,14 @@ def cap(**fields):
         (st(detail="a\nb"), "EVENT_INVALID_TEXT", None),
         (st(detail=5), "EVENT_INVALID_TEXT", None),
         (st(detail=True), "EVENT_INVALID_TEXT", None),
+        # One-line texts: no invisible or direction-changing character (the agents page shows
+        # them).
+        (st(harness="evil\u202eharness"), "INVISIBLE_CHARACTER", None),
+        (st(harness="h\u200d"), "INVISIBLE_CHARACTER", None),
+        (st(detail="work \u202edetail"), "INVISIBLE_CHARACTER", None),
+        (st(detail="\ufeffdone"), "INVISIBLE_CHARACTER", None),
+        (st(detail="\u3164"), "INVISIBLE_CHARACTER", None),
+        (cap(harness="co\u2066dex"), "INVISIBLE_CHARACTER", None),
         # The order: the type first, then unknown fields, then harness, then the rest.
         (st(type="nope", harness="", extra=1), "EVENT_INVALID_TYPE", None),
         (st(harness="", extra=1, status="x"), "EVENT_UNKNOWN_FIELD", "extra"),

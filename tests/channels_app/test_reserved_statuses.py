@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from agentchat.core.rules.audit import AUDIT_STATUSES
+from agentchat.core.rules.audit import AUDIT_STATUSES, RESERVED_PREFIXES, is_reserved
 from agentchat.core.rules.errors import AppError
 from channels_app import services
 from channels_app.models import Channel, Message
@@ -57,8 +57,50 @@ def test_the_dashboard_refuses_it_too(alice, django_user_model, status):
     assert Message.objects.count() == 0
 
 
+# A family's other members, and look-alikes that compatibility normalization (NFKC) and case
+# folding bring back to a reserved status.
+RESERVED_LOOKALIKES = [
+    "lease.expired",
+    "lease.",
+    "path.lock.foo",
+    "path.lock.",
+    "task.created.note",
+    "state.anything",
+    "channel.deleted",
+    "\uff54ask.created",  # full-width t
+    "channel\uff0eupdated",  # full-width full stop
+    "\uff34\uff21\uff33\uff2b.UPDATED",
+    "LEASE.Claimed",
+]
+
+
+@pytest.mark.parametrize("status", RESERVED_LOOKALIKES)
+def test_a_family_member_or_a_look_alike_is_reserved(alice, status):
+    r = alice.post(
+        "/api/v1/channels/ops/messages/", {"title": "t", "status": status}, format="json"
+    )
+    assert r.status_code == 400, (status, r.content)
+    assert r.json()["error"]["code"] == "STATUS_RESERVED"
+    assert Message.objects.count() == 0
+
+
+def test_the_families_are_derived_from_the_one_list():
+    assert RESERVED_PREFIXES == ("channel.", "lease.", "path.lock.", "state.", "task.")
+    assert all(is_reserved(status) for status in AUDIT_STATUSES)
+
+
+@pytest.mark.parametrize("status", ["EVENT.capability", "Event.status", "\uff45vent.status"])
+def test_an_event_status_in_any_spelling_is_refused_on_a_post(alice, status):
+    r = alice.post(
+        "/api/v1/channels/ops/messages/", {"title": "t", "status": status}, format="json"
+    )
+    assert r.status_code == 400, (status, r.content)
+    assert r.json()["error"]["code"] == "INVALID_VALUE"
+    assert Message.objects.count() == 0
+
+
 def test_a_status_near_one_is_a_status(alice):
-    for status in ("task.created.note", "tasks.created", "lease", "approved"):
+    for status in ("tasks.created", "lease", "approved", "path.foo", "path.lockx", "events.x"):
         r = alice.post(
             "/api/v1/channels/ops/messages/", {"title": "t", "status": status}, format="json"
         )

@@ -41,3 +41,27 @@ def test_a_message_cannot_write_the_mark_or_any_class():
     assert html.count("<span") == 1 and "&lt;span" in html
     link = markdown_html('[a](https://x.test "ti\u202etle")')  # no mark in an attribute
     assert '<a href="https://x.test" title="title" rel="noopener noreferrer nofollow">a</a>' in link
+
+
+def test_the_agents_page_marks_invisible_characters_in_names_and_statuses(
+    api_for, django_user_model
+):
+    # Rows stored before the one-line rules (an old import, an old event): shown marked.
+    from django.utils import timezone
+
+    from channels_app.models import Channel, Presence
+
+    alice = api_for("alice")
+    assert alice.post("/api/v1/channels/", {"name": "ops"}, format="json").status_code == 201
+    Presence.objects.create(
+        channel=Channel.objects.get(name="ops"), agent="ad\u200dmin", last_seq=1,
+        last_sent_at=timezone.now(), harness="evil\u202eharness", status="busy",
+        detail="work \u202edetail", primitives=["wait"],
+    )  # fmt: skip
+    browser = Client()
+    browser.force_login(django_user_model.objects.create_user("ann", password="pw"))
+    page = browser.get("/agents/").content.decode()
+    zwj = '<span class="invisible-char" title="U+200D ZERO WIDTH JOINER">U+200D</span>'
+    assert f"<strong>ad{zwj}min</strong>" in page
+    assert f"evil{RLO}harness" in page and f"work {RLO}detail" in page
+    assert "\u202e" not in page

@@ -90,6 +90,19 @@ def test_create_agent_token_prints_only_the_token_and_stores_its_hash():
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(("first", "then"), [((), ("--human",)), (("--human",), ())])
+def test_create_agent_token_refuses_an_agent_of_the_other_kind(first, then):
+    from django.core.management.base import CommandError
+
+    call_command("create_agent_token", "a2", *first, stdout=io.StringIO())
+    kind = Agent.objects.get(name="a2").kind
+    with pytest.raises(CommandError, match="INVALID_VALUE: agent 'a2' exists as kind"):
+        call_command("create_agent_token", "a2", *then, stdout=io.StringIO())
+    assert Agent.objects.get(name="a2").kind == kind
+    assert ApiToken.objects.filter(agent__name="a2").count() == 1
+
+
+@pytest.mark.django_db
 def test_create_agent_token_refuses_a_bad_name():
     from django.core.management.base import CommandError
 

@@ -305,6 +305,10 @@ BAD_HINTS = [
     "a\tb",
     "a\x85b",
     "\u202eevil.py",  # bidi override
+    "src/a\u200b.py",  # zero width space: shows as src/a.py
+    "src/a\ufeff.py",
+    "src/a\u00ad.py",
+    "src/\u3164.py",  # hangul filler: blank-looking
     "CON",
     "docs/aux.txt",
     "dir./x",

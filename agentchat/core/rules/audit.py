@@ -10,6 +10,8 @@ the state summary among them, would take it for the server's record of a change.
 
 from __future__ import annotations
 
+import unicodedata
+
 AUDIT_STATUSES: tuple[str, ...] = (
     # tasks_app: tasks and leases (REFERENCE-CLI §3.13)
     "task.created",
@@ -33,7 +35,33 @@ AUDIT_STATUSES: tuple[str, ...] = (
 RESERVED = frozenset(AUDIT_STATUSES)
 
 
+def _families(statuses: tuple[str, ...]) -> tuple[str, ...]:
+    # A status's family is its text up to and including its last dot (``lease.claimed`` →
+    # ``lease.``). ``path.locked``'s would be ``path.``, which would swallow the ``path.lock.``
+    # family and every other ``path.*`` a client may use: a family that is a strict prefix of
+    # another stays reserved by its exact statuses only.
+    prefixes = {status.rsplit(".", 1)[0] + "." for status in statuses if "." in status}
+    return tuple(
+        sorted(p for p in prefixes if not any(o != p and o.startswith(p) for o in prefixes))
+    )
+
+
+# ``task.``, ``lease.``, ``path.lock.``, ``channel.``, ``state.``: a client's ``lease.expired``
+# would read as the server's record as surely as ``lease.claimed``.
+RESERVED_PREFIXES: tuple[str, ...] = _families(AUDIT_STATUSES)
+
+
+def status_key(status: str) -> str:
+    """``status`` as the reserved names are compared: compatibility-normalized (NFKC, so
+    ``task.created`` spelled with a full-width t, U+FF54, or ``channel.updated`` with a
+    full-width full stop, U+FF0E, is the reserved status), case-folded and stripped.
+    Confusables across scripts (a Cyrillic U+0455 for the s of ``task.created``) are not
+    folded: that needs Unicode's confusables table, which the project does not ship."""
+    return unicodedata.normalize("NFKC", status).casefold().strip()
+
+
 def is_reserved(status: str) -> bool:
-    """Whether a client's ``status`` would read as one of the server's audit statuses (compared
-    as the state summary compares statuses: stripped and lowercased)."""
-    return status.strip().lower() in RESERVED
+    """Whether a client's ``status`` would read as one of the server's audit statuses: one of
+    them or of their families (``RESERVED_PREFIXES``), compared by ``status_key``."""
+    key = status_key(status)
+    return key in RESERVED or key.startswith(RESERVED_PREFIXES)

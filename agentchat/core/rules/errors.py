@@ -60,13 +60,15 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "INVISIBLE_CHARACTER",
         400,
-        "a one-line field (name, title, status, topic, reason) holds an invisible or "
-        "direction-changing character (Unicode Cf: U+202E, U+200D, U+FEFF...)",
+        "a one-line field (name, title, status, topic, reason, an event's harness or detail) "
+        "holds an invisible, direction-changing or blank-looking character (Unicode Cf: "
+        "U+202E, U+200D, U+FEFF...; U+3164, U+2800...)",
     ),
     (
         "STATUS_RESERVED",
         400,
-        "a message's status is one the server's own audit messages use (task.created...)",
+        "a message's status is one the server's own audit messages use or of their families "
+        "(task.*, lease.*, path.lock.*...), compared NFKC-normalized and case-folded",
     ),
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
     ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),

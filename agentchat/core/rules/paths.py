@@ -11,7 +11,9 @@ platform (the reference CLI's rules plus its Windows rules, everywhere):
   nothing left means ``.``, the whole workspace.
 * Refused: empty or non-string input; ``..`` anywhere; absolute paths and drive prefixes
   (``/x``, ``C:x``); any ``:``; backslashes; control characters (< 0x20, 0x7F-0x9F), lone
-  surrogates and bidirectional-override characters; Windows reserved names (CON, PRN, AUX,
+  surrogates, bidirectional-override characters and every invisible or blank-looking character
+  (``agentchat.core.rules.validation.INVISIBLE``: U+200B, U+200D, U+FEFF, U+00AD, U+3164…);
+  Windows reserved names (CON, PRN, AUX,
   NUL, COM0-9, COM¹²³, LPT0-9, LPT¹²³, CONIN$, CONOUT$ — any case, any extension); segments
   ending in a dot or a space; percent-escapes such as ``%2e%2e`` (the server never URL-decodes
   a path; send it decoded); segments that Unicode compatibility normalization (NFKC) turns
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.validation import INVISIBLE
 
 MAX_PATH_BYTES = 1024
 MAX_SEGMENT_BYTES = 255
@@ -49,7 +52,6 @@ _RESERVED_NAMES = frozenset(
     {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
     | {f"{base}{suffix}" for base in ("COM", "LPT") for suffix in [*"0123456789", "¹", "²", "³"]}
 )
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _DRIVE_PREFIX = re.compile(r"[A-Za-z]:")
 
@@ -90,7 +92,15 @@ def path_segments(normalized: str) -> list[str]:
 
 def _is_forbidden_char(char: str) -> bool:
     code = ord(char)
-    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF or char in _BIDI_CONTROLS
+    return (
+        code < 0x20
+        or 0x7F <= code <= 0x9F
+        or 0xD800 <= code <= 0xDFFF
+        # Every invisible format character (the bidirectional controls among them) and every
+        # blank-looking one: ``src/a\u200b.py`` shows as
+        # ``src/a.py`` but locks (and hints at) another path.
+        or INVISIBLE.match(char) is not None
+    )
 
 
 class _Rules:

@@ -12,7 +12,9 @@
 - Sizes: ``field_size_check``.
 - Invisible characters: one-line fields (and topics) also refuse the bidirectional controls and
   every invisible format character (Unicode category Cf: U+202E RIGHT-TO-LEFT OVERRIDE,
-  U+200D ZERO WIDTH JOINER, U+FEFF BYTE ORDER MARK…) with INVISIBLE_CHARACTER: a name or title
+  U+200D ZERO WIDTH JOINER, U+FEFF BYTE ORDER MARK…) and the blank-looking letters and marks
+  (``BLANK_LOOKING``: U+3164 HANGUL FILLER, U+2800 BRAILLE PATTERN BLANK…) with
+  INVISIBLE_CHARACTER: a name or title
   that reads one way on screen and compares another is a spoof. Bodies keep them (the
   dashboard shows each one as a visible mark: ``agentchat.dashboard.markdown``).
 
@@ -51,8 +53,24 @@ INVISIBLE_RANGES = (
     (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
     (0xE0001, 0xE0001), (0xE0020, 0xE007F),
 )  # fmt: skip
+# Characters outside Cf that render as nothing (or as blank space of a letter's width), so a
+# name made of them, or holding one, looks empty or like another name. U+FE0F VARIATION
+# SELECTOR-16 is not among them: emoji need it.
+BLANK_LOOKING = (
+    "\u034f",  # COMBINING GRAPHEME JOINER (Mn)
+    "\u115f",  # HANGUL CHOSEONG FILLER (Lo)
+    "\u1160",  # HANGUL JUNGSEONG FILLER (Lo)
+    "\u17b4",  # KHMER VOWEL INHERENT AQ (Mn)
+    "\u17b5",  # KHMER VOWEL INHERENT AA (Mn)
+    "\u2800",  # BRAILLE PATTERN BLANK (So)
+    "\u3164",  # HANGUL FILLER (Lo)
+    "\uffa0",  # HALFWIDTH HANGUL FILLER (Lo)
+)
 INVISIBLE = re.compile(
-    "[" + "".join(f"{chr(a)}-{chr(b)}" if a != b else chr(a) for a, b in INVISIBLE_RANGES) + "]"
+    "["
+    + "".join(f"{chr(a)}-{chr(b)}" if a != b else chr(a) for a, b in INVISIBLE_RANGES)
+    + "".join(BLANK_LOOKING)
+    + "]"
 )
 # A body can hold a lone surrogate or a NUL only through a \u escape (raw UTF-8 cannot encode a
 # surrogate, and JSON forbids raw control characters in strings): bodies without one skip the

@@ -19,14 +19,20 @@ BIDI = ["\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F))]
 BIDI += [chr(c) for c in range(0x2066, 0x206A)]
 FORMAT = ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2062", "\u2063"]
 FORMAT += ["\u2064", "\ufeff", "\U000e0001", "\U000e0041"]
-INVISIBLES = BIDI + FORMAT
+# Not Cf, but blank-looking: a name of them looks empty or like another name.
+BLANK = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u2800", "\u034f", "\u17b4", "\u17b5"]
+INVISIBLES = BIDI + FORMAT + BLANK
 IDS = [f"U+{ord(c):04X}" for c in INVISIBLES]
 
 
 def test_the_class_is_every_format_character_unicode_knows():
     every_cf = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) == "Cf"]
     assert every_cf and all(INVISIBLE.fullmatch(c) for c in every_cf)
-    assert not INVISIBLE.search("plain ✓ Ünïcode 🚀 עברית العربية")
+    assert not INVISIBLE.search("plain ✓ Ünïcode 🚀 עברית العربية ❤\ufe0f 한글")
+
+
+def test_an_emojis_variation_selector_is_kept():
+    assert text_check("ship it \u2764\ufe0f", field="title", single_line=True)
 
 
 @pytest.mark.parametrize("char", INVISIBLES, ids=IDS)

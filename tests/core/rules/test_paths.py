@@ -69,6 +69,18 @@ WORKSPACE_PATH_TABLE = [
     ("\ud800", INVALID),
     ("a/\udfff", INVALID),
     ("evil\u202etxt.exe", INVALID),
+    # refused: invisible format characters and blank-looking ones (``src/a\u200b.py`` shows as
+    # ``src/a.py``)
+    ("src/a\u200b.py", INVALID),
+    ("src/a\u200d.py", INVALID),
+    ("\ufeffsrc/a.py", INVALID),
+    ("src/a\u061c.py", INVALID),
+    ("src/a\u00ad.py", INVALID),
+    ("src/\u3164/a.py", INVALID),
+    ("src/a\u2800.py", INVALID),
+    ("src/a\u034f.py", INVALID),
+    ("src/\uffa0.py", INVALID),
+    ("src/\u2764\ufe0f.md", "src/\u2764\ufe0f.md"),  # an emoji's variation selector is kept
     # refused: Windows reserved names (any case, any extension, superscript digits)
     ("CON", INVALID),
     ("con", INVALID),
