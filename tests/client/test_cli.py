@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from tests.client.cli_run import Agentchat
+from tests.signals import wait_until
 
 
 @pytest.fixture
@@ -304,10 +306,19 @@ def test_task_commands_and_their_codes(alice, cli):
     assert json.loads(ok(alice("task", "show", "review", "T2", "--json")))["ready"] is True
 
 
+def past(expires_at: str) -> None:
+    """Until the server's clock (this machine's) is past the instant it answered as an
+    expiry: the short leases below must have expired, however fast the commands run."""
+    moment = datetime.fromisoformat(expires_at)
+    wait_until(lambda: datetime.now(UTC) > moment, what=f"past {expires_at}")
+
+
 def test_task_recover_after_expiry(alice, cli):
     bob = cli("bob")
     ok(alice("task", "create", "review", "T1", "--title", "t"))
     ok(bob("task", "claim", "review", "T1", "--lease-seconds", "0.05"))
+    shown = json.loads(ok(alice("task", "show", "review", "T1", "--json")))
+    past(shown["lease"]["lease_expires_at"])
     fails(alice("task", "claim", "review", "T1"), "LEASE_RECOVERY_REQUIRED", 2)
     assert ok(alice("task", "recover", "review", "T1", "--reason", "stale session")) == (
         "recovered task T1 [in_progress]\n"
@@ -340,6 +351,7 @@ def test_path_lock_commands(alice, cli):
     assert ok(alice("unlock", "review", "docs/a.md")) == f"unlocked {lock_id} from review\n"
     fails(alice("unlock", "review", lock_id), "PATH_LOCK_NOT_FOUND", 1)
     second = ok(bob("lock", "review", "lib", "--ttl", "0.05")).split()[1]
+    past(json.loads(ok(alice("check", "review", "lib", "--json")))["conflicts"][0]["expires_at"])
     fails(alice("lock", "review", "lib/a"), "PATH_LOCK_RECOVERY_REQUIRED", 1)
     assert ok(alice("recover", "review", "lib", "--reason", "stale", "--lease", "30")) == (
         f"recovered {second} for alice previous_owner=bob reason=stale\n"
