@@ -31,14 +31,30 @@ from locks_app.paths import PathEntry
 CONFLICTS_SHOWN = 50  # overlapping locks listed in a 409 or a check answer
 
 
-def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
+def cap_refusal(
+    code: str, held: int, wanted: int, limit: int, *, scope: str, what: str, hint: str
+) -> AppError:
+    """A lock refused by one of the caps on what is held (``scope`` agent or channel): at most
+    ``limit`` ``what``, ``held`` held, ``wanted`` more asked; ``hint`` says what to do."""
     where = "an agent may hold in a channel" if scope == "agent" else "the channel may hold"
     return AppError(
-        "PATH_LOCK_TOO_MANY_PATHS",
-        f"{where} at most {limit} locked paths; {held} are held"
+        code,
+        f"{where} at most {limit} {what}; {held} are held"
         + (" by you (expired ones too: unlock them)" if scope == "agent" else "")
-        + ": unlock some, or lock a folder or a pattern instead of its files",
+        + f": {hint}",
         detail={"held": held, "requested": wanted, "limit": limit, "scope": scope},
+    )
+
+
+def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
+    return cap_refusal(
+        "PATH_LOCK_TOO_MANY_PATHS",
+        held,
+        wanted,
+        limit,
+        scope=scope,
+        what="locked paths",
+        hint="unlock some, or lock a folder or a pattern instead of its files",
     )
 
 

@@ -45,7 +45,7 @@ from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
-from locks_app.bounds import conflicts_body, conflicts_listed, path_caps_check
+from locks_app.bounds import cap_refusal, conflicts_body, conflicts_listed, path_caps_check
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.imports import LockImport
@@ -133,13 +133,14 @@ def _root_count(entries: list[PathEntry]) -> int:
 
 
 def _too_many(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
-    where = "an agent may hold in a channel" if scope == "agent" else "the channel may hold"
-    return AppError(
+    return cap_refusal(
         "PATH_LOCK_TOO_MANY_PATTERNS",
-        f"{where} at most {limit} paths starting with a wildcard; {held} are held"
-        + (" by you (expired ones too: unlock them)" if scope == "agent" else "")
-        + ": unlock some, or lock patterns with a literal prefix (src/**/*.md)",
-        detail={"held": held, "requested": wanted, "limit": limit, "scope": scope},
+        held,
+        wanted,
+        limit,
+        scope=scope,
+        what="paths starting with a wildcard",
+        hint="unlock some, or lock patterns with a literal prefix (src/**/*.md)",
     )
 
 
