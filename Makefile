@@ -38,7 +38,7 @@ test: $(DEV_STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 # ruff, the layers of DESIGN §3 (import-linter contracts in pyproject.toml), then mypy
-# ([tool.mypy] in pyproject.toml: strict on the floor and the client).
+# ([tool.mypy] in pyproject.toml: strict on the floor, the client and tasks_app).
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -40,6 +40,7 @@ def fill(count: int) -> dict[str, Any]:
     from django.utils import timezone
 
     from agentchat.core.identity.services import agent_get_or_create
+    from agentchat.core.rules.parsed import Parsed
     from channels_app.models import Channel, Message
     from channels_app.records import message_json_size
     from channels_app.services import channel_create
@@ -91,11 +92,21 @@ def fill(count: int) -> dict[str, Any]:
             channel=channel, created_by="alice", task_id=f"T-{i:04d}", title=f"task {i}"
         )
         if i % 4 == 1:
-            lease_claim(channel=channel, task_id=task.task_id, actor="bob", lease_seconds=3600)
+            lease_claim(
+                channel=channel,
+                task_id=task.task_id,
+                actor="bob",
+                duration=Parsed.ok(timedelta(seconds=3600)),
+            )
         elif i % 4 == 2:
             task_block(channel=channel, task_id=task.task_id, actor="alice")
         elif i % 4 == 3:
-            lease_claim(channel=channel, task_id=task.task_id, actor="carol", lease_seconds=60)
+            lease_claim(
+                channel=channel,
+                task_id=task.task_id,
+                actor="carol",
+                duration=Parsed.ok(timedelta(seconds=60)),
+            )
             lease_complete(channel=channel, task_id=task.task_id, actor="carol")
     for i in range(20):
         lock_acquire(channel=channel, owner="carol", paths=[f"src/mod{i}/"],

@@ -30,6 +30,7 @@ from agentchat.core.rules.records import is_expired
 from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
 from tasks_app.models import Lease, LeaseHistory, Task, TaskDependency
+from tasks_app.services.validation import lease_duration_parse, reason_check
 
 
 def _expiry_cell(lease: Lease | None) -> str:
@@ -201,8 +202,10 @@ class LeaseAdmin(ReadOnly, admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[Lease], data: dict[str, Any]
     ) -> None:
         lease_seconds = data.get("lease_seconds")
-        if lease_seconds is None:
-            lease_seconds = services.DEFAULT_LEASE_SECONDS
+        # A bad duration is refused by the service, lease by lease, after its state checks.
+        duration = lease_duration_parse(
+            services.DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds
+        )
 
         def act(lease: Lease, seen: Seen) -> str:
             services.lease_recover(
@@ -210,8 +213,8 @@ class LeaseAdmin(ReadOnly, admin.ModelAdmin):
                 task_id=lease.task.task_id,
                 actor=admin_actor(request.user),
                 owner=data["owner"],
-                reason=data["reason"],
-                lease_seconds=lease_seconds,
+                reason=reason_check(data["reason"]),
+                duration=duration,
                 expected_owner=seen.owner,
                 expected_expires_at=seen.expires_at,
             )
@@ -240,7 +243,7 @@ class LeaseAdmin(ReadOnly, admin.ModelAdmin):
                 channel=lease.task.channel,
                 task_id=lease.task.task_id,
                 actor=admin_actor(request.user),
-                reason=form.cleaned_data["reason"],
+                reason=reason_check(form.cleaned_data["reason"]),
                 expected_owner=seen.owner,
                 expected_expires_at=seen.expires_at,
             )

@@ -1,23 +1,46 @@
-"""Input and output shapes of the tasks API.
+"""Input and output shapes of the tasks API, and the parse of each input.
 
-Inputs refuse unknown fields (TASK_UNKNOWN_FIELD / LEASE_UNKNOWN_FIELD) and missing required
-ones; every value is checked by the service, which knows the reference's per-field codes and
-check order (e.g. a claim on a leased task answers LEASE_CONFLICT before it looks at
-``lease_seconds``). The raw fields below only document the JSON type for the OpenAPI schema.
+A request is judged in two steps, in the reference's order. ``validate_input`` refuses unknown
+fields (TASK_UNKNOWN_FIELD / LEASE_UNKNOWN_FIELD) and missing required ones, before the view
+looks the channel up; then the input's ``parse`` turns the JSON values into what the service
+takes, with the reference's per-field codes (``tasks_app.services.validation``). A value the
+reference judges only after the state it acts on is parsed into a ``Parsed`` that holds its
+refusal for the service to raise at that point (a claim on a leased task answers
+LEASE_CONFLICT before it looks at ``lease_seconds``; an update of a missing task answers
+TASK_NOT_FOUND before it looks at its fields). The raw fields below only document the JSON
+type for the OpenAPI schema.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from datetime import timedelta
+from typing import Any, ClassVar, TypedDict
 
 from rest_framework import serializers
 
 from agentchat.core.http import schema as openapi
 from agentchat.core.http.pages import PageOutput
 from agentchat.core.http.rest import RawJSONField, StrictSerializer
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.parsed import Parsed
 from agentchat.core.rules.validation import REASON_MAX
-from tasks_app.selectors import STATUSES, TASK_ID_MAX
-from tasks_app.services.validation import LIST_MAX
+from tasks_app.models import TASK_ID_MAX
+from tasks_app.selectors import STATUSES
+from tasks_app.services import TaskChanges
+from tasks_app.services.validation import (
+    DEFAULT_LEASE_SECONDS,
+    LIST_MAX,
+    acceptance_check,
+    branch_check,
+    depends_on_check,
+    files_hint_check,
+    lease_duration_parse,
+    new_task_id_check,
+    owner_check,
+    reason_check,
+    status_check,
+    title_check,
+)
 
 
 class RawStringField(RawJSONField):
@@ -79,6 +102,18 @@ FILES_HINT_HELP = (
 )
 
 
+class TaskNew(TypedDict):
+    """A task to create, parsed: ``task_create``'s arguments after channel and creator."""
+
+    task_id: str
+    title: str
+    owner: str | None
+    depends_on: list[str]
+    files_hint: list[str]
+    acceptance: list[str]
+    branch: str | None
+
+
 class TaskCreateInput(TaskInput):
     id = RawStringField(
         help_text="[A-Za-z0-9][A-Za-z0-9._-]*, at most 128; unique per channel case-insensitively"
@@ -115,6 +150,31 @@ class TaskCreateInput(TaskInput):
     created_by = RawStringField(
         required=False, help_text="optional; must equal the caller", openapi=openapi.AGENT_NAME
     )
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> TaskNew:
+        """``validate_input``'s ``data`` as ``task_create`` takes it (``created_by`` is the
+        view's), each value judged in the reference's order before the task is looked for.
+        Raises TASK_INVALID_ID, TASK_INVALID_TITLE, TASK_INVALID_OWNER, TASK_INVALID_DEPENDS_ON,
+        TASK_INVALID_DEPENDENCY_ID, TASK_DUPLICATE_DEPENDENCY, TASK_INVALID_FILES_HINT,
+        TASK_PATH_OUTSIDE_WORKSPACE, TASK_INVALID_ACCEPTANCE, TASK_INVALID_BRANCH,
+        FIELD_TOO_LARGE, INVISIBLE_CHARACTER."""
+        task_id = new_task_id_check(data["id"])
+        title = title_check(data["title"])
+        owner = None if data.get("owner") is None else owner_check(data["owner"])
+        depends_on = depends_on_check(data["depends_on"]) if "depends_on" in data else []
+        files_hint = files_hint_check(data["files_hint"]) if "files_hint" in data else []
+        acceptance = acceptance_check(data["acceptance"]) if "acceptance" in data else []
+        branch = None if data.get("branch") is None else branch_check(data["branch"])
+        return {
+            "task_id": task_id,
+            "title": title,
+            "owner": owner,
+            "depends_on": depends_on,
+            "files_hint": files_hint,
+            "acceptance": acceptance,
+            "branch": branch,
+        }
 
 
 UPDATE_FIELDS = ("title", "status", "owner", "depends_on", "files_hint", "acceptance", "branch")
@@ -163,6 +223,55 @@ class TaskUpdateInput(TaskInput):
     )
     clear_branch = RawBooleanField(required=False, help_text="true sets branch to null")
 
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> TaskChanges:
+        """``validate_input``'s ``data`` as ``task_update`` takes it. The shape is judged now:
+        TASK_INVALID_UPDATE (a clear_ flag that is not a boolean, a field with its clear_ form,
+        nothing to change), TASK_INVALID_OWNER / TASK_INVALID_BRANCH (null instead of the
+        clear_ form). Each value is parsed now and refused by the service, after the task and
+        the caller's right to change it (``TaskChanges``)."""
+        flags = {name: data.get(name, False) for name in ("clear_owner", "clear_branch")}
+        for name, flag in flags.items():
+            if not isinstance(flag, bool):
+                raise AppError(
+                    "TASK_INVALID_UPDATE", f"{name} must be true or false", detail={"field": name}
+                )
+        for name, code in (("owner", "TASK_INVALID_OWNER"), ("branch", "TASK_INVALID_BRANCH")):
+            if name in data and data[name] is None:
+                raise AppError(
+                    code,
+                    f"{name} must be a string (use clear_{name} to set it to null)",
+                    detail={"field": name},
+                )
+            if flags[f"clear_{name}"] and name in data:
+                raise AppError(
+                    "TASK_INVALID_UPDATE",
+                    f"{name} and clear_{name} cannot be combined",
+                    detail={"field": f"clear_{name}"},
+                )
+        changes: TaskChanges = {}
+        if "title" in data:
+            changes["title"] = Parsed.of(title_check, data["title"])
+        if "status" in data:
+            changes["status"] = Parsed.of(status_check, data["status"])
+        if "owner" in data:
+            changes["owner"] = Parsed.of(owner_check, data["owner"])
+        elif flags["clear_owner"]:
+            changes["owner"] = Parsed.ok(None)
+        if "depends_on" in data:
+            changes["depends_on"] = Parsed.of(depends_on_check, data["depends_on"])
+        if "files_hint" in data:
+            changes["files_hint"] = Parsed.of(files_hint_check, data["files_hint"])
+        if "acceptance" in data:
+            changes["acceptance"] = Parsed.of(acceptance_check, data["acceptance"])
+        if "branch" in data:
+            changes["branch"] = Parsed.of(branch_check, data["branch"])
+        elif flags["clear_branch"]:
+            changes["branch"] = Parsed.ok(None)
+        if not changes:
+            raise AppError("TASK_INVALID_UPDATE", "task update requires at least one field")
+        return changes
+
 
 class TaskBlockInput(TaskInput):
     """No body (or an empty object)."""
@@ -172,8 +281,25 @@ class LeaseEmptyInput(LeaseInput):
     """No body (or an empty object)."""
 
 
+def _duration(data: dict[str, Any]) -> Parsed[timedelta]:
+    # Absent: the default, judged like a given one (a maximum set below it refuses it); null,
+    # like any other non-number, is refused.
+    return lease_duration_parse(data.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+
+
 class LeaseDurationInput(LeaseInput):
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Parsed[timedelta]:
+        """The lease's duration, refused (LEASE_INVALID_DURATION) only by the service, after
+        its state checks."""
+        return _duration(data)
+
+
+class LeaseRecoverArguments(TypedDict):
+    reason: str
+    duration: Parsed[timedelta]
 
 
 class LeaseRecoverInput(LeaseInput):
@@ -184,6 +310,12 @@ class LeaseRecoverInput(LeaseInput):
         openapi=openapi.one_line(max_length=REASON_MAX, non_blank=True),
     )
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> LeaseRecoverArguments:
+        """The reason, judged now (LEASE_INVALID_REASON: the reference's first check of a
+        recovery, a missing reason included), and the duration as ``LeaseDurationInput``'s."""
+        return {"reason": reason_check(data.get("reason")), "duration": _duration(data)}
 
 
 class RecoverPendingInput(LeaseInput):
@@ -197,7 +329,7 @@ class RecoverPendingInput(LeaseInput):
 # --- outputs (schema only: the selectors build the dicts) -----------------------------------------
 
 
-class LeaseOutput(serializers.Serializer):
+class LeaseOutput(serializers.Serializer[Any]):
     task_id = serializers.CharField()
     channel = serializers.CharField()
     owner = serializers.CharField()
@@ -209,12 +341,12 @@ class LeaseOutput(serializers.Serializer):
     recovery_reason = serializers.CharField(allow_null=True)
 
 
-class BlockedByOutput(serializers.Serializer):
+class BlockedByOutput(serializers.Serializer[Any]):
     id = serializers.CharField()
     status = serializers.CharField()
 
 
-class TaskRecordOutput(serializers.Serializer):
+class TaskRecordOutput(serializers.Serializer[Any]):
     """The task record (REFERENCE-CLI §3.7): what the API, the state summary and the folder
     share."""
 

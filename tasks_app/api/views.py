@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -19,10 +18,11 @@ from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest
 from agentchat.core.rules.errors import AppError
+from channels_app.models import Channel
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
-from tasks_app.models import TASK_ID_MAX
+from tasks_app.models import TASK_ID_MAX, Task
 from tasks_app.selectors import STATUSES
 
 TAG = ["tasks"]
@@ -52,7 +52,7 @@ LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANS
 OWNED = ("TASK_NOT_OWNER",)
 
 
-def _task_response(task: Any, status: int = http.HTTP_200_OK) -> Response:
+def _task_response(task: Task, status: int = http.HTTP_200_OK) -> Response:
     return Response(selectors.task_to_dict(task), status=status)
 
 
@@ -119,7 +119,7 @@ class TaskListCreateApi(APIView):
             )
         channel = channel_get(name, viewer=request.user.name)
         task = services.task_create(
-            channel=channel, task_id=data.pop("id"), created_by=request.user.name, **data
+            channel=channel, created_by=request.user.name, **s.TaskCreateInput.parse(data)
         )
         return _task_response(task, http.HTTP_201_CREATED)
 
@@ -163,35 +163,39 @@ class TaskDetailApi(APIView):
         data = s.TaskUpdateInput.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
         task = services.task_update(
-            channel=channel, task_id=task_id, actor=request.user.name, **data
+            channel=channel,
+            task_id=task_id,
+            actor=request.user.name,
+            changes=s.TaskUpdateInput.parse(data),
         )
         return _task_response(task)
 
 
-# A verb on the task named in the path, by the caller: the body checked by ``body``,
-# ``service`` called with what it holds, the task as it is after answered. (A comment, not a
-# docstring: a view's docstring would become every operation's description.)
+# A verb on the task named in the path, by the caller: the body checked by ``body``, the
+# channel looked up, then ``perform`` parses the body (``body.parse``) and calls the service;
+# the task as it is after is the answer. (A comment, not a docstring: a view's docstring would
+# become every operation's description.)
 class _TaskActionApi(APIView):
     body: type[StrictSerializer]
-    service: Callable[..., Any]
 
-    def arguments(self, data: dict[str, Any]) -> dict[str, Any]:
-        return data
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        raise NotImplementedError
 
     def act(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = self.body.validate_input(request.data)
-        task = self.service(
-            channel=channel_get(name, viewer=request.user.name),
-            task_id=task_id,
-            actor=request.user.name,
-            **self.arguments(data),
+        channel = channel_get(name, viewer=request.user.name)
+        return _task_response(
+            self.perform(channel=channel, task_id=task_id, actor=request.user.name, data=data)
         )
-        return _task_response(task)
 
 
 class TaskClaimApi(_TaskActionApi):
     body = s.LeaseDurationInput
-    service = staticmethod(services.lease_claim)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.lease_claim(
+            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
+        )
 
     @extend_schema(
         tags=TAG,
@@ -216,7 +220,11 @@ class TaskClaimApi(_TaskActionApi):
 
 class TaskRenewApi(_TaskActionApi):
     body = s.LeaseDurationInput
-    service = staticmethod(services.lease_renew)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.lease_renew(
+            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
+        )
 
     @extend_schema(
         tags=TAG,
@@ -235,7 +243,9 @@ class TaskRenewApi(_TaskActionApi):
 
 class TaskDoneApi(_TaskActionApi):
     body = s.LeaseEmptyInput
-    service = staticmethod(services.lease_complete)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.lease_complete(channel=channel, task_id=task_id, actor=actor)
 
     @extend_schema(
         tags=TAG,
@@ -253,7 +263,9 @@ class TaskDoneApi(_TaskActionApi):
 
 class TaskBlockApi(_TaskActionApi):
     body = s.TaskBlockInput
-    service = staticmethod(services.task_block)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.task_block(channel=channel, task_id=task_id, actor=actor)
 
     @extend_schema(
         tags=TAG,
@@ -270,7 +282,9 @@ class TaskBlockApi(_TaskActionApi):
 
 class TaskReleaseApi(_TaskActionApi):
     body = s.LeaseEmptyInput
-    service = staticmethod(services.lease_release)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.lease_release(channel=channel, task_id=task_id, actor=actor)
 
     @extend_schema(
         tags=TAG,
@@ -288,7 +302,11 @@ class TaskReleaseApi(_TaskActionApi):
 
 class TaskRecoverApi(_TaskActionApi):
     body = s.LeaseRecoverInput
-    service = staticmethod(services.lease_recover)
+
+    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
+        return services.lease_recover(
+            channel=channel, task_id=task_id, actor=actor, **s.LeaseRecoverInput.parse(data)
+        )
 
     @extend_schema(
         tags=TAG,
@@ -311,9 +329,6 @@ class TaskRecoverApi(_TaskActionApi):
     @query_parameters()
     def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         return self.act(request, name, task_id)
-
-    def arguments(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {"reason": data.pop("reason", None), **data}  # the service judges a missing one
 
 
 class TaskRecoverPendingApi(APIView):

@@ -15,7 +15,10 @@ The package, along its seams:
 - ``imports``: tasks and leases from a reference folder (the folder import).
 
 Public names are imported here, so callers (the API views, the admin) use
-``tasks_app.services.<name>``.
+``tasks_app.services.<name>``. The services take parsed values: the API's input shapes
+(``tasks_app.api.serializers``) and the admin parse a request with ``validation``'s checks,
+and a value the reference judges only after the state it acts on (a lease's duration, an
+update's fields) comes as a ``Parsed`` holding its refusal (``agentchat.core.rules.parsed``).
 """
 
 from __future__ import annotations
@@ -31,15 +34,19 @@ from tasks_app.services.leases import (
     lease_release,
     lease_renew,
 )
-from tasks_app.services.tasks import UNSET, task_block, task_create, task_update
-from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, RESERVED_TASK_IDS, lease_expiry
+from tasks_app.services.tasks import TaskChanges, task_block, task_create, task_update
+from tasks_app.services.validation import (
+    DEFAULT_LEASE_SECONDS,
+    RESERVED_TASK_IDS,
+    lease_expiry,
+)
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
     "NEEDS_READY",
     "RESERVED_TASK_IDS",
     "TRANSITIONS",
-    "UNSET",
+    "TaskChanges",
     "lease_claim",
     "lease_complete",
     "lease_expiry",

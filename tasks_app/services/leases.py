@@ -3,16 +3,18 @@
 Each public function is one ``write_atomic()`` transaction that changes the task, its lease
 and the lease history, and posts the audit message in the same transaction.
 
-Check order follows the reference CLI: state before duration; recover checks the reason
-first; renew/done/release check the owner, then expiry; a generic update of a leased task
-checks expiry, then owner, then the protected fields (``lease_update_guard``).
+Check order follows the reference CLI: state before duration (the duration comes parsed at
+the boundary as a ``Parsed``, whose refusal is raised only after the state checks); recover
+judges the reason first (the boundary parses it before calling); renew/done/release check the
+owner, then expiry; a generic update of a leased task checks expiry, then owner, then the
+protected fields (``lease_update_guard``).
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import Any, NoReturn
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from django.db import IntegrityError, transaction
 
@@ -20,6 +22,7 @@ from agentchat.core.db.transactions import write_atomic
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.parsed import Parsed
 from agentchat.core.rules.records import is_expired
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
@@ -27,7 +30,10 @@ from tasks_app import records, selectors
 from tasks_app.models import Lease, LeaseHistory, Task
 from tasks_app.services import audit, graph, store
 from tasks_app.services.ownership import task_owner_guard
-from tasks_app.services.validation import DEFAULT_LEASE_SECONDS, lease_expiry, reason_check
+from tasks_app.services.validation import lease_expiry
+
+if TYPE_CHECKING:
+    from tasks_app.services.tasks import TaskChanges
 
 Status = Task.Status
 
@@ -60,7 +66,7 @@ def _raise_lease_not_found(task: Task) -> NoReturn:
     )
 
 
-def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> None:
+def lease_update_guard(task: Task, *, actor: str, changes: TaskChanges) -> None:
     """A generic update of a leased task: only its owner, while unexpired, and never its
     owner or a status change. Raises LEASE_RECOVERY_REQUIRED, LEASE_OWNER_MISMATCH,
     LEASE_MUTATION_REQUIRED; nothing when the task has no lease."""
@@ -72,7 +78,9 @@ def lease_update_guard(task: Task, *, actor: str, changes: dict[str, Any]) -> No
     if actor != lease.owner:
         _raise_owner_mismatch(task, lease, actor)
     protected = {"owner"} & set(changes)
-    if "status" in changes and changes["status"] != task.status:
+    # A status refused by its parse is none of the statuses, so it is a change too.
+    status = changes.get("status")
+    if status is not None and (status.refused or status.get() != task.status):
         protected.add("status")
     if protected:
         raise AppError(
@@ -145,14 +153,19 @@ def _lease_write(
 
 @write_atomic()
 def lease_claim(
-    *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
+    *,
+    channel: Channel,
+    task_id: str,
+    actor: str,
+    duration: Parsed[timedelta],
 ) -> Task:
-    """Claim a ready task: ``in_progress``, owner and expiry written with the lease row; posts
-    ``lease.claimed``.
+    """Claim a ready task for ``duration`` (``validation.lease_duration_parse``): ``in_progress``,
+    owner and expiry written with the lease row; posts ``lease.claimed``.
 
     Raises TASK_NOT_FOUND; LEASE_RECOVERY_REQUIRED (an expired lease is never taken over),
-    LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION;
-    TASK_INVALID_TRANSITION; TASK_DEPENDENCY_NOT_READY.
+    LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION (the refusal
+    ``duration`` holds, or an expiry past the calendar); TASK_INVALID_TRANSITION;
+    TASK_DEPENDENCY_NOT_READY.
     """
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
@@ -176,7 +189,7 @@ def lease_claim(
             f"task {task.task_id} is assigned to {task.owner}",
             detail={"task_id": task.task_id, "owner": task.owner},
         )
-    expires_at = lease_expiry(now, lease_seconds)
+    expires_at = lease_expiry(now, duration.get())
     _enter_check(task, Status.IN_PROGRESS)
 
     before = selectors.task_record(task)
@@ -208,13 +221,17 @@ def lease_claim(
 
 @write_atomic()
 def lease_renew(
-    *, channel: Channel, task_id: str, actor: str, lease_seconds: object = DEFAULT_LEASE_SECONDS
+    *,
+    channel: Channel,
+    task_id: str,
+    actor: str,
+    duration: Parsed[timedelta],
 ) -> Task:
-    """Extend the caller's unexpired lease to ``now + lease_seconds`` (``claimed_at`` kept);
+    """Extend the caller's unexpired lease to ``now + duration`` (``claimed_at`` kept);
     posts ``lease.renewed``.
 
     Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED,
-    LEASE_INVALID_DURATION.
+    LEASE_INVALID_DURATION (as ``lease_claim``).
     """
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
@@ -222,7 +239,7 @@ def lease_renew(
     lease = _owned_lease(task, actor, now)
     if lease is None:
         _raise_lease_not_found(task)
-    expires_at = lease_expiry(now, lease_seconds)
+    expires_at = lease_expiry(now, duration.get())
     _enter_check(task, task.status)
 
     before = selectors.task_record(task)
@@ -333,8 +350,8 @@ def lease_recover(
     channel: Channel,
     task_id: str,
     actor: str,
-    reason: object,
-    lease_seconds: object = DEFAULT_LEASE_SECONDS,
+    reason: str,
+    duration: Parsed[timedelta],
     owner: str | None = None,
     expected_owner: str | None = None,
     expected_expires_at: datetime | None = None,
@@ -345,12 +362,12 @@ def lease_recover(
     ``owner``), with the reference's payload plus ``"actor"`` when the actor is not the new
     owner — the convention recoveries of locks follow too.
 
-    Raises LEASE_INVALID_REASON (checked first), LEASE_INVALID_OWNER, TASK_NOT_FOUND,
-    LEASE_NOT_FOUND, LEASE_NOT_EXPIRED, LEASE_INVALID_DURATION, TASK_INVALID_TRANSITION,
-    TASK_DEPENDENCY_NOT_READY, TASK_CONFLICT (``expected_owner`` / ``expected_expires_at``
-    given, the admin's view, and the lease is no longer that).
+    ``reason`` is parsed by the caller (``validation.reason_check``: LEASE_INVALID_REASON,
+    which the reference checks first). Raises LEASE_INVALID_OWNER, TASK_NOT_FOUND,
+    LEASE_NOT_FOUND, LEASE_NOT_EXPIRED, LEASE_INVALID_DURATION (as ``lease_claim``),
+    TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY, TASK_CONFLICT (``expected_owner`` /
+    ``expected_expires_at`` given, the admin's view, and the lease is no longer that).
     """
-    reason = reason_check(reason)
     new_owner = check_agent_name(
         actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
     )
@@ -371,7 +388,7 @@ def lease_recover(
                 "lease_expires_at": records.lease_ts(lease.lease_expires_at),
             },
         )
-    expires_at = lease_expiry(now, lease_seconds)
+    expires_at = lease_expiry(now, duration.get())
     _enter_check(task, Status.IN_PROGRESS)
 
     before = selectors.task_record(task)
@@ -421,7 +438,7 @@ def lease_force_release(
     channel: Channel,
     task_id: str,
     actor: str,
-    reason: object,
+    reason: str,
     expected_owner: str | None = None,
     expected_expires_at: datetime | None = None,
 ) -> Task:
@@ -434,10 +451,10 @@ def lease_force_release(
     ``lease``, the claim record as it was. The lease history records the admin, the owner who
     lost the lease and the reason.
 
-    Raises LEASE_INVALID_REASON (checked first), TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT
-    (the lease is no longer ``expected_owner``'s until ``expected_expires_at``, when given).
+    ``reason`` is parsed by the caller (``validation.reason_check``: LEASE_INVALID_REASON).
+    Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT (the lease is no longer
+    ``expected_owner``'s until ``expected_expires_at``, when given).
     """
-    reason = reason_check(reason)
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     lease = selectors.task_lease(task)

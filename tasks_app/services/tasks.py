@@ -4,7 +4,8 @@ audit message in the same transaction."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypedDict
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
@@ -12,6 +13,7 @@ from django.db.models.functions import Lower
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.parsed import Parsed
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import selectors
@@ -19,61 +21,46 @@ from tasks_app.models import Task
 from tasks_app.services import audit, graph, store
 from tasks_app.services.leases import lease_update_guard
 from tasks_app.services.ownership import task_owner_guard
-from tasks_app.services.validation import (
-    RESERVED_TASK_IDS,
-    acceptance_check,
-    branch_check,
-    depends_on_check,
-    files_hint_check,
-    owner_check,
-    status_check,
-    title_check,
-)
 
 Status = Task.Status
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "UNSET"
+class TaskChanges(TypedDict, total=False):
+    """The fields of a generic update, parsed where the request entered
+    (``tasks_app.api.serializers.TaskUpdateInput.parse``): a key present is a change, a list
+    replaces the stored one, ``None`` clears owner or branch. A value whose parse failed holds
+    its refusal, which ``task_update`` raises where the reference judges values: once the
+    task is found and the caller may change it, in the order of the keys below."""
 
-
-UNSET: Any = _Unset()
+    title: Parsed[str]
+    status: Parsed[str]
+    owner: Parsed[str | None]
+    depends_on: Parsed[list[str]]
+    files_hint: Parsed[list[str]]
+    acceptance: Parsed[list[str]]
+    branch: Parsed[str | None]
 
 
 @write_atomic()
 def task_create(
     *,
     channel: Channel,
-    task_id: object,
-    title: object,
+    task_id: str,
+    title: str,
     created_by: str,
-    owner: object = None,
-    depends_on: object = UNSET,
-    files_hint: object = UNSET,
-    acceptance: object = UNSET,
-    branch: object = None,
+    owner: str | None = None,
+    depends_on: Sequence[str] = (),
+    files_hint: Sequence[str] = (),
+    acceptance: Sequence[str] = (),
+    branch: str | None = None,
 ) -> Task:
-    """Create an open task and post ``task.created``.
+    """Create an open task and post ``task.created``. The values are parsed by the caller
+    (``tasks_app.api.serializers.TaskCreateInput.parse``: TASK_INVALID_ID and the other value
+    codes, in the reference's order).
 
-    Raises TASK_INVALID_ID, TASK_INVALID_TITLE, TASK_INVALID_OWNER, TASK_INVALID_DEPENDS_ON,
-    TASK_INVALID_DEPENDENCY_ID, TASK_DUPLICATE_DEPENDENCY, TASK_INVALID_FILES_HINT,
-    TASK_PATH_OUTSIDE_WORKSPACE, TASK_INVALID_ACCEPTANCE, TASK_INVALID_BRANCH,
-    FIELD_TOO_LARGE, TASK_ALREADY_EXISTS (ids are unique case-insensitively),
-    TASK_UNKNOWN_DEPENDENCY, TASK_DEPENDENCY_CYCLE (a task depending on itself).
+    Raises TASK_ALREADY_EXISTS (ids are unique case-insensitively), TASK_UNKNOWN_DEPENDENCY,
+    TASK_DEPENDENCY_CYCLE (a task depending on itself).
     """
-    task_id = selectors.task_id_check(task_id)
-    if task_id.lower() in RESERVED_TASK_IDS:
-        raise AppError(
-            "TASK_INVALID_ID", f"{task_id!r} is reserved", detail={"field": "id", "value": task_id}
-        )
-    title = title_check(title)
-    owner = None if owner is None else owner_check(owner)
-    depends_on = [] if depends_on is UNSET else depends_on_check(depends_on)
-    files_hint = [] if files_hint is UNSET else files_hint_check(files_hint)
-    acceptance = [] if acceptance is UNSET else acceptance_check(acceptance)
-    branch = None if branch is None else branch_check(branch)
-
     channel_lock(channel)
     # Compared as lower(task_id), so the case-insensitive unique index answers it (``iexact``
     # compiles to LIKE / UPPER() and scanned every task of the channel).
@@ -89,7 +76,7 @@ def task_create(
             detail={"task_id": existing.task_id},
         )
     dependencies = (
-        store.graph_check(channel=channel, task_id=task_id, depends_on=depends_on)
+        store.graph_check(channel=channel, task_id=task_id, depends_on=list(depends_on))
         if depends_on
         else []
     )
@@ -102,8 +89,8 @@ def task_create(
                 title=title,
                 owner=owner or "",
                 created_by=created_by,
-                files_hint=files_hint,
-                acceptance=acceptance,
+                files_hint=list(files_hint),
+                acceptance=list(acceptance),
                 branch=branch or "",
                 created_at=now,
                 updated_at=now,
@@ -119,7 +106,7 @@ def task_create(
     return audit.task_audit(task, channel=channel, actor=created_by, event="task.created")
 
 
-def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, Any]) -> Task:
+def _update(*, channel: Channel, task_id: str, actor: str, changes: TaskChanges) -> Task:
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     if selectors.task_lease(task) is not None:
@@ -127,21 +114,21 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
     else:
         task_owner_guard(task, channel=channel, actor=actor)
 
+    # The values' refusals, in the reference's order (``TaskChanges``).
     fields: dict[str, Any] = {}
     if "title" in changes:
-        fields["title"] = title_check(changes["title"])
+        fields["title"] = changes["title"].get()
     if "status" in changes:
-        fields["status"] = status_check(changes["status"])
+        fields["status"] = changes["status"].get()
     if "owner" in changes:
-        fields["owner"] = "" if changes["owner"] is None else owner_check(changes["owner"])
-    depends_on = depends_on_check(changes["depends_on"]) if "depends_on" in changes else None
+        fields["owner"] = changes["owner"].get() or ""
+    depends_on = changes["depends_on"].get() if "depends_on" in changes else None
     if "files_hint" in changes:
-        fields["files_hint"] = files_hint_check(changes["files_hint"])
+        fields["files_hint"] = changes["files_hint"].get()
     if "acceptance" in changes:
-        fields["acceptance"] = acceptance_check(changes["acceptance"])
+        fields["acceptance"] = changes["acceptance"].get()
     if "branch" in changes:
-        branch = changes["branch"]
-        fields["branch"] = "" if branch is None else branch_check(branch)
+        fields["branch"] = changes["branch"].get() or ""
 
     new_status = fields.get("status", task.status)
     graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=new_status)
@@ -174,68 +161,20 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: dict[str, An
 
 
 @write_atomic()
-def task_update(
-    *,
-    channel: Channel,
-    task_id: str,
-    actor: str,
-    title: object = UNSET,
-    status: object = UNSET,
-    owner: object = UNSET,
-    clear_owner: object = False,
-    depends_on: object = UNSET,
-    files_hint: object = UNSET,
-    acceptance: object = UNSET,
-    branch: object = UNSET,
-    clear_branch: object = False,
-) -> Task:
-    """Generic update (lists replace; ``clear_owner``/``clear_branch`` set null); posts one
-    ``task.updated``, also for a same-state write.
+def task_update(*, channel: Channel, task_id: str, actor: str, changes: TaskChanges) -> Task:
+    """Generic update of ``changes`` (parsed by the caller:
+    ``tasks_app.api.serializers.TaskUpdateInput.parse``, which refuses an update that changes
+    nothing, TASK_INVALID_UPDATE); posts one ``task.updated``, also for a same-state write.
 
-    Raises TASK_INVALID_UPDATE (nothing to change, or a field together with its clear form),
-    TASK_INVALID_ID, TASK_NOT_FOUND; on a leased task LEASE_RECOVERY_REQUIRED (expired),
-    LEASE_OWNER_MISMATCH, LEASE_MUTATION_REQUIRED (owner or a status change); then the
-    value codes of ``task_create`` plus TASK_INVALID_STATUS, TASK_INVALID_TRANSITION,
-    TASK_UNKNOWN_DEPENDENCY, TASK_DEPENDENCY_CYCLE, TASK_DEPENDENCY_NOT_READY.
+    Raises TASK_INVALID_ID, TASK_NOT_FOUND; on a leased task LEASE_RECOVERY_REQUIRED
+    (expired), LEASE_OWNER_MISMATCH, LEASE_MUTATION_REQUIRED (owner or a status change), on
+    an owned one TASK_NOT_OWNER; then the refusals ``changes`` holds (TASK_INVALID_TITLE,
+    TASK_INVALID_STATUS, TASK_INVALID_OWNER, TASK_INVALID_DEPENDS_ON,
+    TASK_INVALID_DEPENDENCY_ID, TASK_DUPLICATE_DEPENDENCY, TASK_INVALID_FILES_HINT,
+    TASK_PATH_OUTSIDE_WORKSPACE, TASK_INVALID_ACCEPTANCE, TASK_INVALID_BRANCH,
+    FIELD_TOO_LARGE); then TASK_INVALID_TRANSITION, TASK_UNKNOWN_DEPENDENCY,
+    TASK_DEPENDENCY_CYCLE, TASK_DEPENDENCY_NOT_READY.
     """
-    for name, flag in (("clear_owner", clear_owner), ("clear_branch", clear_branch)):
-        if not isinstance(flag, bool):
-            raise AppError(
-                "TASK_INVALID_UPDATE", f"{name} must be true or false", detail={"field": name}
-            )
-    changes = {
-        name: value
-        for name, value in (
-            ("title", title),
-            ("status", status),
-            ("owner", owner),
-            ("depends_on", depends_on),
-            ("files_hint", files_hint),
-            ("acceptance", acceptance),
-            ("branch", branch),
-        )
-        if value is not UNSET
-    }
-    for name, flag, code in (
-        ("owner", clear_owner, "TASK_INVALID_OWNER"),
-        ("branch", clear_branch, "TASK_INVALID_BRANCH"),
-    ):
-        if name in changes and changes[name] is None:
-            raise AppError(
-                code,
-                f"{name} must be a string (use clear_{name} to set it to null)",
-                detail={"field": name},
-            )
-        if flag and name in changes:
-            raise AppError(
-                "TASK_INVALID_UPDATE",
-                f"{name} and clear_{name} cannot be combined",
-                detail={"field": f"clear_{name}"},
-            )
-        if flag:
-            changes[name] = None
-    if not changes:
-        raise AppError("TASK_INVALID_UPDATE", "task update requires at least one field")
     return _update(channel=channel, task_id=task_id, actor=actor, changes=changes)
 
 
@@ -245,5 +184,5 @@ def task_block(*, channel: Channel, task_id: str, actor: str) -> Task:
     task cannot be blocked: LEASE_RECOVERY_REQUIRED, LEASE_OWNER_MISMATCH or, for its owner,
     LEASE_MUTATION_REQUIRED. Also TASK_NOT_FOUND, TASK_NOT_OWNER, TASK_INVALID_TRANSITION."""
     return _update(
-        channel=channel, task_id=task_id, actor=actor, changes={"status": Status.BLOCKED}
+        channel=channel, task_id=task_id, actor=actor, changes={"status": Parsed.ok(Status.BLOCKED)}
     )

@@ -18,36 +18,49 @@ record with the same rules before it writes anything.
 from __future__ import annotations
 
 import ntpath
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.parsed import Parsed
 from agentchat.core.rules.paths import safe_text, workspace_path_normalize
-from agentchat.core.rules.records import expiry_after
+from agentchat.core.rules.records import duration_parse, expiry_add
 from agentchat.core.rules.validation import reason_check as core_reason_check
 from agentchat.core.rules.validation import text_check
 from tasks_app import selectors
 
+# What a lease lasts when the request names no duration (the boundary's default, judged like
+# a given one).
 DEFAULT_LEASE_SECONDS = 300
 # Reserved: ``POST …/tasks/recover-pending/`` is routed before ``…/tasks/<id>/``.
 RESERVED_TASK_IDS = frozenset({"recover-pending"})
 # Items of depends_on, files_hint or acceptance. The reference has no limit; a bound keeps
 # one request's checks (and every later listing of the task) small.
 LIST_MAX = 1000
-# A recovery reason, in characters: the same bound as a path lock's reason.
 
 
 # --- durations -----------------------------------------------------------------------------------
 
 
-def lease_expiry(now: datetime, lease_seconds: object) -> datetime:
-    """``now`` (precise) + ``lease_seconds``. Raises LEASE_INVALID_DURATION unless
-    ``lease_seconds`` is a JSON number (not a bool), finite, > 0 and at most
-    AGENTCHAT_MAX_LEASE_SECONDS, with an expiry the calendar can hold
-    (``agentchat.core.rules.records.expiry_after``)."""
-    return expiry_after(now, lease_seconds, code="LEASE_INVALID_DURATION")
+def lease_duration_check(value: object) -> timedelta:
+    """A request's ``lease_seconds``. Raises LEASE_INVALID_DURATION unless it is a JSON number
+    (not a bool), finite, at least 1 ms and at most AGENTCHAT_MAX_LEASE_SECONDS
+    (``agentchat.core.rules.records.duration_parse``)."""
+    return duration_parse(value, code="LEASE_INVALID_DURATION")
+
+
+def lease_duration_parse(value: object) -> Parsed[timedelta]:
+    """``lease_duration_check`` at the boundary, its refusal kept for the lease service to raise
+    after the state checks (the reference's order: LEASE_CONFLICT before a bad duration)."""
+    return Parsed.of(lease_duration_check, value)
+
+
+def lease_expiry(now: datetime, duration: timedelta) -> datetime:
+    """``now`` (precise) + ``duration``. Raises LEASE_INVALID_DURATION when the expiry is past
+    the calendar's end (a maximum set that high: ``agentchat.core.rules.records.expiry_add``)."""
+    return expiry_add(now, duration, code="LEASE_INVALID_DURATION")
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -101,6 +114,17 @@ def workspace_path_check(path: object) -> str:
         outside("parent traversal is not allowed")
     workspace_path_normalize(path, code="TASK_INVALID_FILES_HINT", field="files_hint")
     return path
+
+
+def new_task_id_check(value: object) -> str:
+    """The id of a task to create: ``selectors.task_id_check``, and not a reserved word.
+    Raises TASK_INVALID_ID."""
+    task_id = selectors.task_id_check(value)
+    if task_id.lower() in RESERVED_TASK_IDS:
+        raise AppError(
+            "TASK_INVALID_ID", f"{task_id!r} is reserved", detail={"field": "id", "value": task_id}
+        )
+    return task_id
 
 
 def depends_on_check(value: object) -> list[str]:

@@ -24,6 +24,7 @@ from channels_app.models import Channel
 from locks_app import services as locks
 from tasks_app import services as tasks
 from tests.conftest import auth, require_service
+from tests.tasks_app.helpers import lasting
 
 # Each browser: the Debian package that installs it, its executable, and Playwright's launch.
 BROWSERS = {
@@ -75,7 +76,7 @@ def team(live, django_user_model):
     tasks.task_create(
         channel=room, task_id="T-2", title="POST /payments", created_by="alice", depends_on=["T-1"]
     )
-    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", lease_seconds=900)
+    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", duration=lasting(900))
     locks.lock_acquire(channel=room, owner="alice", paths=["api/payments.py"], lease_seconds=600)
     return live, token
 

@@ -10,6 +10,7 @@ from agentchat.core.identity.humans import human_agent, human_name
 from agentchat.core.models import Agent
 from channels_app import services
 from channels_app.models import Channel, Cursor
+from tests.tasks_app.helpers import lasting
 
 pytestmark = pytest.mark.django_db
 
@@ -252,8 +253,8 @@ def test_the_tasks_board_groups_by_status_with_leases_and_blockers(browser, room
         channel=room, task_id="T-2", title="API", created_by="alice", depends_on=["T-1"]
     )
     tasks.task_create(channel=room, task_id="T-3", title="Docs <i>x</i>", created_by="alice")
-    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", lease_seconds=60)
-    tasks.lease_claim(channel=room, task_id="T-3", actor="alice", lease_seconds=60)
+    tasks.lease_claim(channel=room, task_id="T-1", actor="alice", duration=lasting(60))
+    tasks.lease_claim(channel=room, task_id="T-3", actor="alice", duration=lasting(60))
     clock.advance(120)  # both leases expired
     page = browser.get("/c/room/tasks/")
     assert page.status_code == 200

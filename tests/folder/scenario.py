@@ -13,6 +13,7 @@ from locks_app.models import PathLock
 from locks_app.services import lock_acquire
 from tasks_app.services.leases import lease_claim
 from tasks_app.services.tasks import task_create
+from tests.tasks_app.helpers import FIVE_MINUTES
 
 
 def agents(*names: str) -> dict[str, Agent]:
@@ -35,7 +36,7 @@ def build(name: str = "review") -> Channel:
     task_create(
         channel=channel, task_id="T-2", title="second", created_by="alice", depends_on=["T-1"]
     )
-    lease_claim(channel=channel, task_id="T-1", actor="bob")
+    lease_claim(channel=channel, task_id="T-1", actor="bob", duration=FIVE_MINUTES)
     lock_acquire(channel=channel, owner="carol", paths=["src/a.py"])
     cursor_ack(channel=channel, agent=people["bob"], seq=2)
     return channel

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from agentchat.core.rules.parsed import Parsed
 from agentchat.folder.files import TEMP_SUFFIX
 from agentchat.folder.sync import folder_sync
 from tasks_app.services.tasks import task_update
@@ -96,7 +97,9 @@ def test_a_crash_mid_sync_leaves_old_or_new_files_never_torn_ones(
     folder_sync(root=root)
     old = scenario.tree(root)
     scenario.post(channel, 5)
-    task_update(channel=channel, task_id="T-2", actor="alice", title="renamed")
+    task_update(
+        channel=channel, task_id="T-2", actor="alice", changes={"title": Parsed.ok("renamed")}
+    )
     folder_sync(root=tmp_path / "new")
     new = scenario.tree(tmp_path / "new")
 
@@ -148,7 +151,9 @@ def test_git_commit_commits_each_sync_that_changed_something(tmp_path: Path) -> 
     assert len(git(root, "log", "--format=%H").splitlines()) == 1
 
     scenario.post(channel, 3)
-    task_update(channel=channel, task_id="T-2", actor="alice", title="renamed")
+    task_update(
+        channel=channel, task_id="T-2", actor="alice", changes={"title": Parsed.ok("renamed")}
+    )
     manage("--root", str(root), "--git-commit")
     log = git(root, "log", "--format=%s").splitlines()
     assert log[0] == "sync review: messages #8..#11 (4); tasks T-2"

@@ -6,16 +6,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from rest_framework.test import APIClient
 
+from agentchat.core.rules.parsed import Parsed
 from channels_app.models import Channel, Message
 from tasks_app import selectors
 from tasks_app.models import Lease, LeaseHistory, Task
 from tests.errors import error_code
 
 CHANNEL = "backend"
+
+
+def lasting(seconds: float) -> Parsed[timedelta]:
+    """A lease duration as a boundary hands it to the lease services (already parsed)."""
+    return Parsed.ok(timedelta(seconds=seconds))
+
+
+FIVE_MINUTES = lasting(300)  # the API's default lease
 
 
 def tasks_url(task_id: str | None = None, action: str | None = None, channel: str = CHANNEL) -> str:

@@ -173,6 +173,46 @@ def test_recover_action_with_missing_reason_shows_the_form_again(admin_client, s
     assert "This field is required" in response.content.decode()
 
 
+def recover(admin_client, leases, **fields):
+    return post_action(
+        admin_client,
+        CHANGELIST,
+        {
+            "action": "recover_stale_lease",
+            "_selected_action": [lease.pk for lease in leases],
+            "apply": "Recover",
+            "owner": "carol",
+            **fields,
+        },
+        follow=True,
+    )
+
+
+@pytest.mark.parametrize("reason", [" ", "a\nb", "a\x1bb"])
+def test_recover_action_refuses_a_bad_reason_and_changes_nothing(
+    admin_client, stale, carol, reason
+):
+    with unchanged():
+        response = recover(admin_client, stale, reason=reason)
+    assert [message.split(": ")[:2] for message in admin_messages(response)] == [
+        ["backend/T", "LEASE_INVALID_REASON"],
+        ["backend/U", "LEASE_INVALID_REASON"],
+    ]
+
+
+@pytest.mark.parametrize("seconds", ["0", "-5", "1e12"])
+def test_recover_action_refuses_a_bad_duration_after_the_lease_state(
+    admin_client, stale, carol, seconds
+):
+    # The expired lease is refused for its duration, the active one for being active.
+    with unchanged():
+        response = recover(admin_client, stale, reason="gone", lease_seconds=seconds)
+    assert [message.split(": ")[:2] for message in admin_messages(response)] == [
+        ["backend/T", "LEASE_INVALID_DURATION"],
+        ["backend/U", "LEASE_NOT_EXPIRED"],
+    ]
+
+
 def test_admin_cannot_edit_or_delete_tasks_leases_or_history(admin_client, stale):
     lease, _ = stale
     assert admin_client.get("/admin/tasks_app/task/add/").status_code == 403

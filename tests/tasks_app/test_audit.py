@@ -15,6 +15,7 @@ from channels_app.selectors import channel_get
 from tasks_app import records, selectors, services
 from tasks_app.models import Lease, LeaseHistory, Task
 from tests.tasks_app.helpers import (
+    FIVE_MINUTES,
     act,
     acted,
     audits,
@@ -169,7 +170,7 @@ def test_when_the_audit_fails_a_claim_is_rolled_back(alice, bob, backend, monkey
 
     monkeypatch.setattr(services.audit, "audit_post", fail)
     with unchanged(), pytest.raises(AuditDown):
-        services.lease_claim(channel=channel, task_id="T", actor="bob")
+        services.lease_claim(channel=channel, task_id="T", actor="bob", duration=FIVE_MINUTES)
     assert not Lease.objects.exists()
     assert not LeaseHistory.objects.exists()
 
@@ -186,6 +187,7 @@ def test_when_the_audit_fails_a_recover_is_rolled_back(alice, bob, backend, cloc
             task_id="T",
             actor="carol",
             reason="stale",
+            duration=FIVE_MINUTES,
         )
     assert Lease.objects.get().owner == "bob"
 

@@ -1,10 +1,11 @@
-"""Hostile input on the task and lease endpoints and services: every string field with a line
-separator or control character, a lone surrogate, a trailing newline, look-alike digits or an
-enormous value gets a clean 4xx with its stable code and changes nothing.
+"""Hostile input on the task and lease endpoints and their parsers: every string field with a
+line separator or control character, a lone surrogate, a trailing newline, look-alike digits or
+an enormous value gets a clean 4xx with its stable code and changes nothing.
 
 Through the API the JSON layer refuses lone surrogates and NUL anywhere (INVALID_TEXT) before
-any view runs; the services refuse them again with the field's own code, because the admin,
-commands and the folder import call them without the REST layer."""
+any view runs; the inputs' parsers (``tasks_app.api.serializers``) and the checks the admin and
+the folder import parse with (``tasks_app.services.validation``) refuse them again with the
+field's own code, since a value may reach them without the JSON layer."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ import pytest
 from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from tasks_app import services
+from tasks_app.api.serializers import LeaseRecoverInput, TaskCreateInput, TaskUpdateInput
+from tasks_app.services.validation import reason_check
 from tests.tasks_app.helpers import (
+    FIVE_MINUTES,
     act,
     act_raw,
     acted,
@@ -134,58 +138,33 @@ def test_the_json_layer_refuses_lone_surrogates_in_lease_bodies(alice, bob, back
     ],
     ids=["title", "branch", "acceptance", "depends_on", "owner"],
 )
-def test_services_refuse_lone_surrogates_and_nul_with_the_field_code(
-    alice, backend, text, field, shape, code
-):
-    # What the admin, a command or the folder import would hand the service directly.
-    channel = channel_get("backend", viewer="alice")
-    created(alice, "T")
-    with unchanged():
-        for call in (
-            lambda: services.task_create(
-                channel=channel,
-                task_id="U",
-                created_by="alice",
-                **{"title": "x", field: shape(text)},
-            ),
-            lambda: services.task_update(
-                channel=channel, task_id="T", actor="alice", **{field: shape(text)}
-            ),
-        ):
-            with pytest.raises(AppError) as caught:
-                call()
-            assert caught.value.code == code
-            json.dumps(caught.value.detail)  # the error itself can be rendered
+def test_parsers_refuse_lone_surrogates_and_nul_with_the_field_code(text, field, shape, code):
+    # What a caller without the JSON layer would hand the parsers.
+    for call in (
+        lambda: TaskCreateInput.parse({"id": "U", "title": "x", field: shape(text)}),
+        lambda: TaskUpdateInput.parse({field: shape(text)})[field].get(),
+    ):
+        with pytest.raises(AppError) as caught:
+            call()
+        assert caught.value.code == code
+        json.dumps(caught.value.detail)  # the error itself can be rendered
 
 
 @pytest.mark.parametrize("text", [*LONE_SURROGATES, "nul\x00", "a\x1bb"])
-def test_services_refuse_bad_reasons_and_ids(alice, bob, backend, clock, text):
+def test_parsers_and_services_refuse_bad_reasons_and_ids(alice, bob, backend, clock, text):
     channel = channel_get("backend", viewer="alice")
     created(alice, "T")
     acted(bob, "T", "claim", {"lease_seconds": 10})
     clock.advance(10)
     with unchanged():
         for call, code in [
+            (lambda: LeaseRecoverInput.parse({"reason": text}), "LEASE_INVALID_REASON"),
+            (lambda: reason_check(text), "LEASE_INVALID_REASON"),  # the admin's
+            (lambda: TaskCreateInput.parse({"id": f"U{text}", "title": "x"}), "TASK_INVALID_ID"),
             (
-                lambda: services.lease_recover(
-                    channel=channel, task_id="T", actor="carol", reason=text
+                lambda: services.lease_claim(
+                    channel=channel, task_id=f"T{text}", actor="bob", duration=FIVE_MINUTES
                 ),
-                "LEASE_INVALID_REASON",
-            ),
-            (
-                lambda: services.lease_force_release(
-                    channel=channel, task_id="T", actor="admin", reason=text
-                ),
-                "LEASE_INVALID_REASON",
-            ),
-            (
-                lambda: services.task_create(
-                    channel=channel, task_id=f"U{text}", title="x", created_by="alice"
-                ),
-                "TASK_INVALID_ID",
-            ),
-            (
-                lambda: services.lease_claim(channel=channel, task_id=f"T{text}", actor="bob"),
                 "TASK_INVALID_ID",
             ),
         ]:
@@ -345,15 +324,9 @@ def test_files_hint_outside_the_workspace_keeps_the_references_code(alice, backe
         ("a\x00", "TASK_PATH_OUTSIDE_WORKSPACE"),
     ],
 )
-def test_files_hint_refuses_lone_surrogates_and_nul_in_services(alice, backend, path, code):
-    with unchanged(), pytest.raises(AppError) as caught:
-        services.task_create(
-            channel=channel_get("backend", viewer="alice"),
-            task_id="U",
-            title="x",
-            created_by="alice",
-            files_hint=[path],
-        )
+def test_files_hint_refuses_lone_surrogates_and_nul_in_the_parser(path, code):
+    with pytest.raises(AppError) as caught:
+        TaskCreateInput.parse({"id": "U", "title": "x", "files_hint": [path]})
     assert caught.value.code == code
     json.dumps(caught.value.detail)
 

@@ -13,6 +13,7 @@ from agentchat.core.rules.errors import AppError
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.models import Lease, LeaseHistory
+from tasks_app.services.validation import reason_check
 from tests.tasks_app.helpers import (
     act,
     act_raw,
@@ -620,8 +621,12 @@ def test_lease_history_is_kept(alice, bob, carol, leased, clock):
 
 
 def force_release(task_id="T", reason="stuck", actor="admin"):
+    # As the admin action calls it: the reason parsed first, then the service.
     return services.lease_force_release(
-        channel=channel_get("backend", viewer="alice"), task_id=task_id, actor=actor, reason=reason
+        channel=channel_get("backend", viewer="alice"),
+        task_id=task_id,
+        actor=actor,
+        reason=reason_check(reason),
     )
 
 

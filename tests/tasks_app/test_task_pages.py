@@ -10,11 +10,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agentchat.core.rules.parsed import Parsed
 from channels_app.services import channel_create
 from tasks_app import selectors
 from tasks_app.services import lease_claim, task_create, task_update
 from tests.pages import count_loaded, json_size, page_get, walk
-from tests.tasks_app.helpers import CHANNEL, tasks_url
+from tests.tasks_app.helpers import CHANNEL, FIVE_MINUTES, tasks_url
 
 BIG_ACCEPTANCE = [f"{i:04d} " + "a" * 695 for i in range(1000)]  # 700 KB of lines
 
@@ -37,9 +38,14 @@ def board(db, make_agent):
             depends_on=["t00"] if i and i % 4 == 0 else [],
         )
         if i % 5 == 1:
-            task_update(channel=channel, task_id=task_id, actor="alice", status="blocked")
+            task_update(
+                channel=channel,
+                task_id=task_id,
+                actor="alice",
+                changes={"status": Parsed.ok("blocked")},
+            )
         elif i % 5 == 2 and owner in ("bob", None) and i % 4:
-            lease_claim(channel=channel, task_id=task_id, actor="bob")
+            lease_claim(channel=channel, task_id=task_id, actor="bob", duration=FIVE_MINUTES)
     return channel
 
 

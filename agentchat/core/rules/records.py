@@ -113,6 +113,14 @@ def is_expired(expires_at: datetime, now: datetime | None = None) -> bool:
     return expires_at <= (clock.now() if now is None else now)
 
 
+def _beyond_calendar(code: str, field: str, seconds: float) -> AppError:
+    return AppError(
+        code,
+        f"{field} is outside the supported timestamp range",
+        detail={"field": field, "value": seconds},
+    )
+
+
 def expiry_after(
     now: datetime, seconds: Any, *, code: str, field: str = "lease_seconds"
 ) -> datetime:
@@ -122,8 +130,27 @@ def expiry_after(
     try:
         return now + timedelta(seconds=duration)
     except (OverflowError, ValueError):
-        raise AppError(
-            code,
-            f"{field} is outside the supported timestamp range",
-            detail={"field": field, "value": duration},
-        ) from None
+        raise _beyond_calendar(code, field, duration) from None
+
+
+def duration_parse(value: Any, *, code: str, field: str = "lease_seconds") -> timedelta:
+    """A JSON duration (``duration_check``) as the ``timedelta`` that ``expiry_add`` adds,
+    rounded to the microsecond as ``expiry_after`` rounds it. Raises ``code``, also for a
+    maximum set beyond what a ``timedelta`` holds (the message of a past-the-calendar
+    expiry)."""
+    seconds = duration_check(value, code=code, field=field)
+    try:
+        return timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        raise _beyond_calendar(code, field, seconds) from None
+
+
+def expiry_add(
+    now: datetime, duration: timedelta, *, code: str, field: str = "lease_seconds"
+) -> datetime:
+    """``now + duration`` (a parsed ``duration_parse``). Raises ``code`` when the expiry is
+    past the calendar's end."""
+    try:
+        return now + duration
+    except (OverflowError, ValueError):
+        raise _beyond_calendar(code, field, duration.total_seconds()) from None

@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.records import duration_check, expiry_after, ts_micros, ts_seconds
+from agentchat.core.rules.records import (
+    duration_check,
+    duration_parse,
+    expiry_add,
+    expiry_after,
+    ts_micros,
+    ts_seconds,
+)
 
 AT = datetime(2026, 11, 29, 15, 46, 20, 950000, tzinfo=UTC)
 
@@ -64,3 +71,35 @@ def test_leases_and_locks_expire_by_one_rule_at_their_expiry():
     at = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
     assert is_expired(at, at)  # the reference's "<=": expired at the expiry itself
     assert not is_expired(at + timedelta(microseconds=1), at)
+
+
+@pytest.mark.parametrize("seconds", [1, 0.25, 0.0012345, 86400, 3599.9999995])
+def test_a_parsed_duration_gives_the_expiry_expiry_after_gives(seconds):
+    duration = duration_parse(seconds, code="LEASE_INVALID_DURATION")
+    assert expiry_add(AT, duration, code="LEASE_INVALID_DURATION") == expiry_after(
+        AT, seconds, code="LEASE_INVALID_DURATION"
+    )
+
+
+@pytest.mark.parametrize("value", [0, -1, float("nan"), True, None, "5", 1e-9, 86400.5])
+def test_a_duration_parse_refuses_what_duration_check_refuses(value):
+    with pytest.raises(AppError) as parsed:
+        duration_parse(value, code="LEASE_INVALID_DURATION")
+    with pytest.raises(AppError) as checked:
+        duration_check(value, code="LEASE_INVALID_DURATION")
+    assert (parsed.value.message, parsed.value.detail) == (
+        checked.value.message,
+        checked.value.detail,
+    )
+
+
+def test_durations_past_the_calendar_are_refused_at_parse_or_at_expiry(settings):
+    settings.AGENTCHAT_MAX_LEASE_SECONDS = 1e300
+    message = "lease_seconds is outside the supported timestamp range"
+    with pytest.raises(AppError) as info:
+        duration_parse(1e200, code="LEASE_INVALID_DURATION")  # beyond any timedelta
+    assert (info.value.message, info.value.detail["value"]) == (message, 1e200)
+    duration = duration_parse(1e12, code="LEASE_INVALID_DURATION")  # a timedelta, past 9999
+    with pytest.raises(AppError) as info:
+        expiry_add(AT, duration, code="LEASE_INVALID_DURATION")
+    assert (info.value.message, info.value.detail["value"]) == (message, 1e12)
