@@ -1,8 +1,9 @@
 """Input and output shapes of the path-lock API.
 
 Inputs are strict (unknown fields refused). ``paths``, ``lease_seconds`` and ``reason`` are
-taken as raw JSON and validated by the services, which own the PATH_LOCK_* codes and the
-reference's order of checks (state before duration).
+taken as raw JSON and parsed by the views after the channel is found, in the reference's order
+of checks: ``selectors.lock_paths_parse``, ``services.lock_reason_check`` and
+``Duration.parse``, whose refusal waits for the service (state before duration).
 """
 
 from __future__ import annotations
