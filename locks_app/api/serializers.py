@@ -36,6 +36,11 @@ class PathsField(RawJSONField):
         super().__init__(openapi=PATHS_SCHEMA, **kwargs)
 
 
+class PathField(RawJSONField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(openapi=openapi.WORKSPACE_PATH, **kwargs)
+
+
 class LeaseSecondsField(RawJSONField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(openapi=openapi.lease_seconds(), **kwargs)
@@ -66,6 +71,17 @@ class LockCreateInput(StrictSerializer):
 class LockCheckInput(StrictSerializer):
     openapi_schema = {"required": ["paths"]}
     paths = PathsField(required=False, default=None)
+
+
+class LockRecoverByPathInput(StrictSerializer):
+    openapi_schema = {"required": ["path", "reason"]}
+    path = PathField(required=False, default=None, help_text="an exact normalized path of the lock")
+    reason = ReasonField(
+        required=False, default=None, help_text="non-empty, one line, at most 1000 characters"
+    )
+    lease_seconds = LeaseSecondsField(
+        required=False, default=300, help_text="the new lease: as for locking"
+    )
 
 
 class LockRecoverInput(StrictSerializer):

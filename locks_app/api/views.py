@@ -194,3 +194,39 @@ class LockRecoverApi(LockApiView):
             lease_seconds=Duration.parse(data["lease_seconds"]),
         )
         return Response(records.lock_to_dict(lock))
+
+
+class LockRecoverByPathApi(LockApiView):
+    @extend_schema(
+        operation_id="locks_recover_by_path",
+        extensions=raises("UNKNOWN_FIELD", "PATH_LOCK_INVALID_PATH", *RECOVER_CODES),
+        request=s.LockRecoverByPathInput,
+        responses=s.LockOutput,
+        summary="Take over the expired lock holding this exact normalized path",
+        description=(
+            "As `POST locks/<lock_id>/recover/`, the lock named by one of its paths as "
+            "`DELETE locks/?path=` names it: the record holding that exact normalized path "
+            "(PATH_LOCK_NOT_FOUND when none does, or when the path does not normalize; "
+            "PATH_LOCK_CONFLICT, with `lock_ids`, when several do). The reason is judged "
+            "before the lock is looked up, as in the reference."
+        ),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str) -> Response:
+        data = s.LockRecoverByPathInput.validate_input(request.data)
+        path = data["path"]
+        if not isinstance(path, str):
+            raise AppError(
+                "PATH_LOCK_INVALID_PATH",
+                "name the lock to recover by one of its paths: a string",
+                detail={"field": "path"},
+            )
+        channel = channel_get(name, viewer=request.user.name)
+        lock = services.lock_recover(
+            channel=channel,
+            owner=request.user.name,
+            reason=services.lock_reason_check(data["reason"]),
+            path=path,
+            lease_seconds=Duration.parse(data["lease_seconds"]),
+        )
+        return Response(records.lock_to_dict(lock))
