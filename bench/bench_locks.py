@@ -74,14 +74,21 @@ def fill_helper(spec: dict[str, Any]) -> dict[str, Any]:
     import django
 
     django.setup()
+    from agentchat.core.rules.records import Duration
     from channels_app.models import Channel
+    from locks_app.selectors import lock_paths_parse
     from locks_app.services import lock_acquire
 
     channel = Channel.objects.get(name=spec["channel"])
     started = time.perf_counter()
     for first in range(spec["start"], spec["stop"], PATHS_PER_LOCK):
         paths = [held_path(i) for i in range(first, min(first + PATHS_PER_LOCK, spec["stop"]))]
-        lock_acquire(channel=channel, owner="filler", paths=paths, lease_seconds=86_000)
+        lock_acquire(
+            channel=channel,
+            owner="filler",
+            paths=lock_paths_parse(paths),
+            lease_seconds=Duration.parse(86_000),
+        )
     return {"fill_s": round(time.perf_counter() - started, 2)}
 
 

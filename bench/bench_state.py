@@ -41,9 +41,11 @@ def fill(count: int) -> dict[str, Any]:
 
     from agentchat.core.identity.services import agent_get_or_create
     from agentchat.core.rules.parsed import Parsed
+    from agentchat.core.rules.records import Duration
     from channels_app.models import Channel, Message
     from channels_app.records import message_json_size
     from channels_app.services import channel_create
+    from locks_app.selectors import lock_paths_parse
     from locks_app.services import lock_acquire
     from tasks_app.services import lease_claim, lease_complete, task_block, task_create
 
@@ -109,8 +111,12 @@ def fill(count: int) -> dict[str, Any]:
             )
             lease_complete(channel=channel, task_id=task.task_id, actor="carol")
     for i in range(20):
-        lock_acquire(channel=channel, owner="carol", paths=[f"src/mod{i}/"],
-                     lease_seconds=timedelta(hours=1).total_seconds())  # fmt: skip
+        lock_acquire(
+            channel=channel,
+            owner="carol",
+            paths=lock_paths_parse([f"src/mod{i}/"]),
+            lease_seconds=Duration.parse(timedelta(hours=1).total_seconds()),
+        )
     return {"fill_s": round(fill_s, 2), "last_seq": Channel.objects.get(pk=channel.pk).last_seq}
 
 

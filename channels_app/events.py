@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -301,6 +302,74 @@ def event_build(
     if detail is not None:
         event["detail"] = detail
     return event
+
+
+# The fields of a post's request (the server fills ``schema_version``, ``agent`` and ``ts``).
+REQUEST_FIELDS = ("type", "harness", "primitives", "status", "detail")
+# What the request's judgement puts where the server's ``ts`` goes: a valid stand-in, as the
+# server's own is (its spelling, ``ts_seconds``), so that only the request's fields are judged.
+_TS_STAND_IN = "1970-01-01T00:00:00+00:00"
+
+
+@dataclass(frozen=True)
+class EventRequest:
+    """An event a post asks for, judged valid (``event_request_parse``): with the server's
+    ``agent`` and ``ts`` added (``event``) it is an event the schema takes. A capability event
+    holds its primitives (all eight when the request named none), a status event its status
+    and maybe a detail."""
+
+    type: str
+    harness: str
+    primitives: tuple[str, ...] = ()
+    status: str | None = None
+    detail: str | None = None
+
+    def event(self, *, agent: str, ts: str) -> dict[str, Any]:
+        """The event object, its keys in ``event_build``'s order. ``agent`` is an agent's name
+        and ``ts`` the server's spelling (``ts_seconds``), both valid by construction."""
+        event: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "event": self.type,
+            "agent": agent,
+            "harness": self.harness,
+            "ts": ts,
+        }
+        if self.type == "capability":
+            event["primitives"] = list(self.primitives)
+        else:
+            event["status"] = self.status
+            if self.detail is not None:
+                event["detail"] = self.detail
+        return event
+
+
+def event_request_parse(body: Mapping[str, object], *, agent: str) -> EventRequest:
+    """A post's request (its JSON object) as an event of ``agent``, or the reference's first
+    violation: the request's fields judged as ``event_validate`` judges an event, in the
+    reference's order (a field beside ``REQUEST_FIELDS`` is unknown at its place in it; None
+    is an omitted field), then ``event_visible_check``.
+
+    Raises the codes of ``event_validate``, FIELD_TOO_LARGE, INVISIBLE_CHARACTER."""
+    event = event_validate(
+        event_build(
+            type=body.get("type"),
+            agent=agent,
+            harness=body.get("harness"),
+            ts=_TS_STAND_IN,
+            primitives=body.get("primitives"),
+            status=body.get("status"),
+            detail=body.get("detail"),
+        ),
+        extra_unknown=[str(name) for name in body if name not in REQUEST_FIELDS],
+    )
+    event_visible_check(event)
+    return EventRequest(
+        type=event["event"],
+        harness=event["harness"],
+        primitives=tuple(event.get("primitives", ())),
+        status=event.get("status"),
+        detail=event.get("detail"),
+    )
 
 
 def event_body(event: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ from agentchat.core.admin_actions import (
 from agentchat.core.identity.services import admin_actor
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.records import is_expired
+from agentchat.core.rules.records import Duration, is_expired
 from channels_app.selectors import channels_refusing_owner
 from locks_app import services
 from locks_app.models import PathLock, PathLockEntry
@@ -177,7 +177,7 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
                         owner=owner,
                         reason=form.cleaned_data["reason"],
                         lock_id=lock.lock_id,
-                        lease_seconds=form.cleaned_data["lease_seconds"],
+                        lease_seconds=Duration.parse(form.cleaned_data["lease_seconds"]),
                         actor=admin_actor(request.user),
                         expected_owner=seen.owner,
                         expected_expires_at=seen.expires_at,

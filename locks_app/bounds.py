@@ -15,7 +15,7 @@ overlapping locks by lock id and, when there are more, says how many in all
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -60,7 +60,7 @@ def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppErr
 
 def path_caps_check(
     channel: Channel,
-    entries: list[PathEntry],
+    entries: Sequence[PathEntry],
     *,
     owner: str,
     now: datetime,

@@ -76,7 +76,7 @@ def path_normalize(raw: Any, *, case_insensitive: bool = False) -> PathEntry:
 
 
 def paths_normalize(
-    raw_paths: Any, *, case_insensitive: bool = False, budget: WorkBudget = UNBOUNDED
+    raw_paths: object, *, case_insensitive: bool = False, budget: WorkBudget = UNBOUNDED
 ) -> list[PathEntry]:
     """Normalize a request's paths: a non-empty list, no two overlapping.
 
@@ -109,6 +109,24 @@ def paths_normalize(
             )
         entries.append(entry)
     return entries
+
+
+@dataclass(frozen=True)
+class LockPaths:
+    """One request's paths, normalized (``lock_paths_parse``), with the work budget the
+    request has left for comparing them with the held entries: a request's comparisons, with
+    each other and with what is held, share one budget."""
+
+    entries: tuple[PathEntry, ...]
+    budget: WorkBudget
+
+
+def lock_paths_parse(raw_paths: object, *, case_insensitive: bool) -> LockPaths:
+    """A request's paths (any JSON value) as ``paths_normalize`` judges them, under a new
+    request budget. Raises the codes of ``paths_normalize``."""
+    budget = WorkBudget()
+    entries = paths_normalize(raw_paths, case_insensitive=case_insensitive, budget=budget)
+    return LockPaths(tuple(entries), budget)
 
 
 def match_key(normalized_path: str, *, case_insensitive: bool) -> str:

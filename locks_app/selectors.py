@@ -23,13 +23,14 @@ from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import (
+    LockPaths,
     PathEntry,
     anchor_key,
     index_key,
     match_key,
     path_normalize,
-    paths_normalize,
 )
+from locks_app.paths import lock_paths_parse as paths_parse
 
 LOCK_ID_MAX = 64
 
@@ -134,25 +135,35 @@ def lock_conflict_scan(
     )
 
 
-def lock_check(*, channel: Channel, paths: Any) -> dict[str, Any]:
-    """The check answer: the lock records overlapping ``paths``, expired ones included
-    (flagged ``expired``), the first ``CONFLICTS_SHOWN`` of them when there are more
-    (``locks_app.bounds.conflicts_body``).
+def lock_paths_parse(raw_paths: object) -> LockPaths:
+    """A request's paths (any JSON value), normalized under the server's case setting, with
+    the request's work budget (``locks_app.paths.lock_paths_parse``): the boundary's parse of
+    the paths of a lock or a check.
 
     Raises PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX, PATH_LOCK_CONFLICT (two
     requested paths overlap, as in the reference, whose check normalizes like lock).
     """
-    budget = WorkBudget()
-    entries = paths_normalize(paths, case_insensitive=case_insensitive(), budget=budget)
-    conflicts = lock_conflict_scan(channel=channel, entries=entries, budget=budget).run()
+    return paths_parse(raw_paths, case_insensitive=case_insensitive())
+
+
+def lock_check(*, channel: Channel, paths: LockPaths) -> dict[str, Any]:
+    """The check answer: the lock records overlapping ``paths``, expired ones included
+    (flagged ``expired``), the first ``CONFLICTS_SHOWN`` of them when there are more
+    (``locks_app.bounds.conflicts_body``).
+
+    Raises PATH_LOCK_PATTERN_TOO_COMPLEX (the comparisons spend the request's budget).
+    """
+    conflicts = lock_conflict_scan(
+        channel=channel, entries=paths.entries, budget=paths.budget
+    ).run()
     listed, _expired = conflicts_listed(conflicts, clock.now())
     return conflicts_body(listed, len(conflicts))
 
 
-def lock_id_check(lock_id: Any) -> str:
+def lock_id_check(lock_id: object) -> str:
     """Raises PATH_LOCK_INVALID_LOCK_ID unless ``lock_id`` is a record id (uuid hex here; an
     imported folder may carry any ``[A-Za-z0-9][A-Za-z0-9._-]*``)."""
-    if not is_record_id(lock_id, max_length=LOCK_ID_MAX):
+    if not isinstance(lock_id, str) or not is_record_id(lock_id, max_length=LOCK_ID_MAX):
         raise AppError(
             "PATH_LOCK_INVALID_LOCK_ID",
             "lock id must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 64 characters",
@@ -161,7 +172,7 @@ def lock_id_check(lock_id: Any) -> str:
     return lock_id
 
 
-def _not_found(target: Any) -> AppError:
+def _not_found(target: object) -> AppError:
     return AppError(
         "PATH_LOCK_NOT_FOUND",
         f"lock record does not exist: {safe_text(target, 200)}",
@@ -169,7 +180,7 @@ def _not_found(target: Any) -> AppError:
     )
 
 
-def lock_get(*, channel: Channel, lock_id: Any) -> PathLock:
+def lock_get(*, channel: Channel, lock_id: str) -> PathLock:
     """Raises PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND."""
     lock_id_check(lock_id)
     lock = _locks(channel).filter(lock_id=lock_id).first()
@@ -178,7 +189,7 @@ def lock_get(*, channel: Channel, lock_id: Any) -> PathLock:
     return lock
 
 
-def lock_find_by_path(*, channel: Channel, path: Any) -> PathLock:
+def lock_find_by_path(*, channel: Channel, path: str) -> PathLock:
     """The lock holding exactly this normalized path (the reference's unlock/recover target).
 
     A path that does not normalize names no lock: PATH_LOCK_NOT_FOUND, as in the reference.

@@ -8,9 +8,16 @@ the FIFO writer of ``write_atomic``); on PostgreSQL the channel row is locked fi
 The unique (channel, normalized_path) constraint is a database backstop for equal paths.
 
 Each successful mutation posts its audit message (REFERENCE-CLI §3.13) in the same
-transaction, so change and audit commit together or not at all. Validation order follows the
-reference: identity, then paths or reason, then state (conflict, not found, not stale), then
-the duration.
+transaction, so change and audit commit together or not at all.
+
+The services take typed values, parsed at the boundary (the API's views, the admin's forms,
+the folder import): a lock's paths normalized (``selectors.lock_paths_parse``), a reason as
+text (``lock_reason_check``), a duration as a ``Duration``. Refusals follow the reference's
+order: identity, then paths or reason, then state (conflict, not found, not stale), then the
+duration: so a ``Duration`` is judged where it is used, and the boundary parses paths and
+reasons after the channel and before the service (whose owner, a token's agent, is valid).
+The services judge their rules on what they are given again where it costs nothing (the
+owner's and the reason's shapes), for callers that parse nothing, such as the admin's forms.
 
 Conflicts are looked up through the anchor index and compared before the write transaction
 (``locks_app.conflicts``); inside it, only what appeared in between is compared again.
@@ -39,7 +46,7 @@ from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
 from agentchat.core.rules.paths import safe_text
-from agentchat.core.rules.records import expiry_after, is_expired
+from agentchat.core.rules.records import Duration, expiry_after, is_expired
 from agentchat.core.rules.validation import reason_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
@@ -52,11 +59,11 @@ from locks_app.imports import LockImport
 from locks_app.models import PathLock, PathLockEntry
 from locks_app.paths import (
     WORKSPACE,
+    LockPaths,
     PathEntry,
     anchor_key,
     entry_index_keys,
     index_key,
-    paths_normalize,
 )
 from locks_app.records import (
     EVENT_FORCE_RELEASED,
@@ -66,17 +73,19 @@ from locks_app.records import (
 )
 
 DEFAULT_LEASE_SECONDS = 300.0
+DEFAULT_DURATION = Duration.parse(DEFAULT_LEASE_SECONDS)
 DURATION_CODE = "PATH_LOCK_INVALID_DURATION"
 
 
-def lock_owner_check(owner: Any) -> str:
+def lock_owner_check(owner: str) -> str:
     """Raises PATH_LOCK_INVALID_OWNER."""
     return check_agent_name(owner, field="owner", code="PATH_LOCK_INVALID_OWNER")
 
 
-def lock_reason_check(reason: Any) -> str:
-    """A recovery or force-release reason (``agentchat.core.rules.validation.reason_check``).
-    Raises PATH_LOCK_INVALID_REASON."""
+def lock_reason_check(reason: object) -> str:
+    """A recovery or force-release reason (``agentchat.core.rules.validation.reason_check``):
+    the boundary's parse of one (any JSON value), and the services' check of the text they are
+    given (the admin's forms pass it unjudged). Raises PATH_LOCK_INVALID_REASON."""
     return reason_check(reason, code="PATH_LOCK_INVALID_REASON")
 
 
@@ -118,7 +127,7 @@ def _audit(
     )
 
 
-def _root_patterns_check(channel: Channel, entries: list[PathEntry]) -> None:
+def _root_patterns_check(channel: Channel, entries: Sequence[PathEntry]) -> None:
     """The folder import's cap: every entry anchored at the workspace that the channel would
     hold, expired or not. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
     wanted = _root_count(entries)
@@ -128,7 +137,7 @@ def _root_patterns_check(channel: Channel, entries: list[PathEntry]) -> None:
         raise _too_many(held, wanted, limit, scope="channel")
 
 
-def _root_count(entries: list[PathEntry]) -> int:
+def _root_count(entries: Sequence[PathEntry]) -> int:
     return sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
 
 
@@ -146,7 +155,7 @@ def _too_many(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
 
 def _root_caps_check(
     channel: Channel,
-    entries: list[PathEntry],
+    entries: Sequence[PathEntry],
     *,
     owner: str,
     now: datetime,
@@ -191,7 +200,7 @@ def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry
     )
 
 
-def _entries_create(lock: PathLock, entries: list[PathEntry]) -> None:
+def _entries_create(lock: PathLock, entries: Sequence[PathEntry]) -> None:
     try:
         with transaction.atomic():
             PathLockEntry.objects.bulk_create(
@@ -231,15 +240,16 @@ def lock_acquire(
     *,
     channel: Channel,
     owner: str,
-    paths: Any,
-    lease_seconds: Any = DEFAULT_LEASE_SECONDS,
+    paths: LockPaths,
+    lease_seconds: Duration = DEFAULT_DURATION,
 ) -> PathLock:
-    """Lock ``paths`` (all or none) for ``owner`` for ``lease_seconds``; posts ``path.locked``.
+    """Lock ``paths`` (all or none; parsed at the boundary by ``selectors.lock_paths_parse``)
+    for ``owner`` for ``lease_seconds``; posts ``path.locked``.
 
-    Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_PATH, PATH_LOCK_PATTERN_TOO_COMPLEX (too
-    many wildcards in a path, or comparing the paths takes more than the request's work
-    budget), PATH_LOCK_CONFLICT (overlap with an active lock, or between the requested paths),
-    PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock), PATH_LOCK_TOO_MANY_PATTERNS
+    Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_PATTERN_TOO_COMPLEX (comparing the paths with the
+    held ones takes more than the request's work budget has left), PATH_LOCK_CONFLICT (overlap
+    with an active lock), PATH_LOCK_RECOVERY_REQUIRED (overlap with an expired lock),
+    PATH_LOCK_TOO_MANY_PATTERNS
     (``owner`` holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT`` entries starting with a
     wildcard, or the channel's unexpired locks ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``:
     ``_root_caps_check``), PATH_LOCK_TOO_MANY_PATHS (``owner`` holds
@@ -247,9 +257,8 @@ def lock_acquire(
     ``AGENTCHAT_PATH_LOCK_MAX_PATHS``: ``locks_app.bounds``), PATH_LOCK_INVALID_DURATION.
     """
     lock_owner_check(owner)
-    budget = WorkBudget()
-    entries = paths_normalize(paths, case_insensitive=selectors.case_insensitive(), budget=budget)
-    scan = selectors.lock_conflict_scan(channel=channel, entries=entries, budget=budget)
+    entries = paths.entries
+    scan = selectors.lock_conflict_scan(channel=channel, entries=entries, budget=paths.budget)
     # The comparisons against what is held now happen here, outside the write transaction;
     # inside, the scan reads only the entries written since (a range of the primary key).
     scan.run()
@@ -277,15 +286,15 @@ def lock_acquire(
 
 
 def _target(channel: Channel, lock_id: str | None, path: str | None) -> PathLock:
-    if (lock_id is None) == (path is None):
-        raise AppError(
-            "PATH_LOCK_INVALID_LOCK_ID",
-            "name the lock by exactly one of lock id or path",
-            detail={"lock_id": safe_text(lock_id), "path": safe_text(path)},
-        )
-    if lock_id is not None:
+    if lock_id is not None and path is None:
         return selectors.lock_get(channel=channel, lock_id=lock_id)
-    return selectors.lock_find_by_path(channel=channel, path=path)
+    if path is not None and lock_id is None:
+        return selectors.lock_find_by_path(channel=channel, path=path)
+    raise AppError(
+        "PATH_LOCK_INVALID_LOCK_ID",
+        "name the lock by exactly one of lock id or path",
+        detail={"lock_id": safe_text(lock_id), "path": safe_text(path)},
+    )
 
 
 def lock_release(
@@ -327,11 +336,11 @@ def lock_recover(
     *,
     channel: Channel,
     owner: str,
-    reason: Any,
+    reason: str,
     actor: str | None = None,
     lock_id: str | None = None,
     path: str | None = None,
-    lease_seconds: Any = DEFAULT_LEASE_SECONDS,
+    lease_seconds: Duration = DEFAULT_DURATION,
     expected_owner: str | None = None,
     expected_expires_at: datetime | None = None,
 ) -> PathLock:
@@ -418,7 +427,7 @@ def lock_force_release(
     channel: Channel,
     lock_id: str,
     actor: str,
-    reason: Any,
+    reason: str,
     expected_owner: str | None = None,
     expected_expires_at: datetime | None = None,
 ) -> dict[str, Any]:

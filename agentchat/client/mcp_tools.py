@@ -8,7 +8,6 @@ The functions block (they are the CLI's synchronous client); the server runs the
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ WAIT_MAX_SECONDS = 900.0
 # A read follows the server's pages up to this many before it answers `more: true`.
 READ_MAX_PAGES = 10
 LIST_MAX_PAGES = 10
-# An unlock target that may be a lock id (the server's record id rule); a path otherwise.
-LOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -230,15 +227,13 @@ def check(client: Client, args: dict[str, Any]) -> Any:
 def unlock(client: Client, args: dict[str, Any]) -> Any:
     """``target`` is a lock id or the exact normalized path of a lock, as in the reference:
     an id first when it can be one, then the path."""
-    target = args["target"]
-    if LOCK_ID.fullmatch(target):
-        try:
-            record = client.request("DELETE", _ch(args, f"locks/{seg(target)}/"), expect=dict)
-            return {**record, "advisory": ADVISORY}
-        except ClientError as exc:
-            if exc.code != "PATH_LOCK_NOT_FOUND":
-                raise
-    record = client.request("DELETE", _ch(args, "locks/"), params={"path": target}, expect=dict)
+    record = ops.lock_target(
+        args["target"],
+        lambda lock_id: client.request("DELETE", _ch(args, f"locks/{lock_id}/"), expect=dict),
+        lambda path: client.request(
+            "DELETE", _ch(args, "locks/"), params={"path": path}, expect=dict
+        ),
+    )
     return {**record, "advisory": ADVISORY}
 
 

@@ -1,5 +1,6 @@
 """Operations over several requests, shared by the CLI and the MCP server: who the token is,
-paged lists, read following its pages, and a wait that never loses a message.
+paged lists, read following its pages, a lock named by id or path, and a wait that never loses
+a message.
 
 The wait never moves the cursor until what it found is printed: it peeks after the cursor,
 and when nothing relevant is there it holds the channel's websocket (``?since=`` the last seq
@@ -15,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -35,6 +37,28 @@ ACK_GRACE = 30.0  # how long an ack is retried after the messages were handed ov
 # about 6x that JSON-escaped) with room to spare. A larger one fails the connection at its
 # header, unread, and the wait mends it as any dropped connection: it subscribes again.
 WS_MAX_FRAME = 16 * 1024 * 1024
+
+
+# A lock target that may be a lock id: the server's record id rule. ``check`` and ``recover``
+# name operations on a channel's locks, so the API cannot address a lock by those ids.
+LOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+LOCK_OPERATIONS = frozenset({"check", "recover"})
+T = TypeVar("T")
+
+
+def lock_target(target: str, by_id: Callable[[str], T], by_path: Callable[[str], T]) -> T:
+    """Act on the lock ``target`` names, as the reference resolves an unlock or recover
+    target: the lock of that id when the target can be one and such a lock exists, else the
+    record holding that exact normalized path, looked up by the server (``by_path``: its
+    unlock or recover by path). Only PATH_LOCK_NOT_FOUND from ``by_id`` moves on to the path;
+    any other refusal of it (a bad reason, a lock of someone else) is the answer."""
+    if LOCK_ID.fullmatch(target) and target not in LOCK_OPERATIONS:
+        try:
+            return by_id(seg(target))
+        except ClientError as exc:
+            if exc.code != "PATH_LOCK_NOT_FOUND":
+                raise
+    return by_path(target)
 
 
 def me(client: Client) -> str:

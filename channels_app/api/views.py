@@ -321,7 +321,6 @@ class MarkerClaimApi(APIView):
         )
 
 
-EVENT_REQUEST_FIELDS = ("type", "harness", "primitives", "status", "detail")
 EVENT_CODES = (
     "EVENT_INVALID_TYPE",
     "EVENT_UNKNOWN_FIELD",
@@ -398,14 +397,9 @@ class EventListPostApi(APIView):
         data = request.data
         if not isinstance(data, dict):
             raise AppError("INVALID_JSON", "request body must be a JSON object")
-        unknown = [field for field in data if field not in EVENT_REQUEST_FIELDS]
         channel = selectors.channel_get(name, viewer=request.user.name)
-        posted = services.event_post(
-            channel=channel,
-            agent=request.user.name,
-            unknown_fields=unknown,
-            **{field: data.get(field) for field in EVENT_REQUEST_FIELDS},
-        )
+        event = events.event_request_parse(data, agent=request.user.name)
+        posted = services.event_post(channel=channel, agent=request.user.name, request=event)
         return Response(
             records.event_item_to_dict(posted.message.seq, posted.message.id, posted.event),
             status=http.HTTP_201_CREATED,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -23,44 +22,18 @@ class PostedEvent(NamedTuple):
 
 
 @write_atomic()
-def event_post(
-    *,
-    channel: Channel,
-    agent: str,
-    type: Any,
-    harness: Any = None,
-    primitives: Any = None,
-    status: Any = None,
-    detail: Any = None,
-    unknown_fields: Iterable[str] = (),
-) -> PostedEvent:
-    """Post a capability or status event (REFERENCE-CLI §3.12) as ``agent``: the server fills
+def event_post(*, channel: Channel, agent: str, request: events.EventRequest) -> PostedEvent:
+    """Post the capability or status event ``request`` (REFERENCE-CLI §3.12; judged at the
+    boundary by ``events.event_request_parse``) as ``agent``: the server fills
     ``schema_version``, ``agent`` and ``ts`` (now, UTC, to the second; the message's ``ts`` is
-    the same instant, with its microseconds), validates the event against the shipped schema
-    and posts it as a broadcast message of kind ``event`` whose body is the compact JSON,
-    updating ``agent``'s presence in the same transaction. None is an omitted field; a
-    capability event without primitives advertises all eight. ``unknown_fields`` names fields
-    the request carried beside these.
+    the same instant, with its microseconds) and posts it as a broadcast message of kind
+    ``event`` whose body is the compact JSON, updating ``agent``'s presence in the same
+    transaction.
 
-    Raises the codes of ``events.event_validate`` (EVENT_UNKNOWN_FIELD, EVENT_INVALID_TYPE,
-    EVENT_REQUIRED_FIELD_MISSING, EVENT_INVALID_TEXT, EVENT_INVALID_PRIMITIVES,
-    EVENT_DUPLICATE_PRIMITIVE, EVENT_UNKNOWN_PRIMITIVE, EVENT_INVALID_STATUS…), FIELD_TOO_LARGE,
-    INVISIBLE_CHARACTER (``events.event_visible_check``).
+    Raises FIELD_TOO_LARGE (the message's bounds, ``message_post``).
     """
     now = timezone.now()
-    event = events.event_validate(
-        events.event_build(
-            type=type,
-            agent=agent,
-            harness=harness,
-            ts=ts_seconds(now),
-            primitives=primitives,
-            status=status,
-            detail=detail,
-        ),
-        extra_unknown=unknown_fields,
-    )
-    events.event_visible_check(event)
+    event = request.event(agent=agent, ts=ts_seconds(now))
     posted = events.event_message(event)
     message, _ = message_post(
         channel=channel,

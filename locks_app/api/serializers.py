@@ -1,8 +1,9 @@
 """Input and output shapes of the path-lock API.
 
 Inputs are strict (unknown fields refused). ``paths``, ``lease_seconds`` and ``reason`` are
-taken as raw JSON and validated by the services, which own the PATH_LOCK_* codes and the
-reference's order of checks (state before duration).
+taken as raw JSON and parsed by the views after the channel is found, in the reference's order
+of checks: ``selectors.lock_paths_parse``, ``services.lock_reason_check`` and
+``Duration.parse``, whose refusal waits for the service (state before duration).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class PathsField(RawJSONField):
         super().__init__(openapi=PATHS_SCHEMA, **kwargs)
 
 
+class PathField(RawJSONField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(openapi=openapi.WORKSPACE_PATH, **kwargs)
+
+
 class LeaseSecondsField(RawJSONField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(openapi=openapi.lease_seconds(), **kwargs)
@@ -65,6 +71,17 @@ class LockCreateInput(StrictSerializer):
 class LockCheckInput(StrictSerializer):
     openapi_schema = {"required": ["paths"]}
     paths = PathsField(required=False, default=None)
+
+
+class LockRecoverByPathInput(StrictSerializer):
+    openapi_schema = {"required": ["path", "reason"]}
+    path = PathField(required=False, default=None, help_text="an exact normalized path of the lock")
+    reason = ReasonField(
+        required=False, default=None, help_text="non-empty, one line, at most 1000 characters"
+    )
+    lease_seconds = LeaseSecondsField(
+        required=False, default=300, help_text="the new lease: as for locking"
+    )
 
 
 class LockRecoverInput(StrictSerializer):

@@ -1,5 +1,8 @@
 """Thin views: parse → service/selector → serialize. Errors are raised (agentchat.core.http.rest).
 
+The request's shape first (unknown fields), then the channel, then its values, parsed in the
+reference's order of checks (``locks_app.api.serializers``), then the service.
+
 The caller (``request.user``, from the token) is the owner of what it locks, unlocks or
 recovers.
 """
@@ -18,6 +21,7 @@ from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.records import Duration
 from channels_app.selectors import channel_get
 from locks_app import records, selectors, services
 from locks_app.api import serializers as s
@@ -30,6 +34,15 @@ HELD = ("PATH_LOCK_CONFLICT", "PATH_LOCK_RECOVERY_REQUIRED")  # the paths overla
 # lock, a recovery).
 CAPPED = ("PATH_LOCK_TOO_MANY_PATTERNS", "PATH_LOCK_TOO_MANY_PATHS")
 OWNED = ("PATH_LOCK_NOT_FOUND", "PATH_LOCK_OWNER_MISMATCH", "PATH_LOCK_CONFLICT")
+RECOVER_CODES = (
+    "PATH_LOCK_NOT_FOUND",
+    "PATH_LOCK_INVALID_REASON",
+    "PATH_LOCK_INVALID_DURATION",
+    "PATH_LOCK_NOT_STALE",
+    "PATH_LOCK_PATTERN_TOO_COMPLEX",
+    *HELD,
+    *CAPPED,
+)
 
 
 ADVISORY_HEADER = "AgentChat-Path-Locks"
@@ -82,8 +95,8 @@ class LockListCreateApi(LockApiView):
         lock = services.lock_acquire(
             channel=channel,
             owner=request.user.name,
-            paths=data["paths"],
-            lease_seconds=data["lease_seconds"],
+            paths=selectors.lock_paths_parse(data["paths"]),
+            lease_seconds=Duration.parse(data["lease_seconds"]),
         )
         return Response(records.lock_to_dict(lock), status=http.HTTP_201_CREATED)
 
@@ -127,8 +140,9 @@ class LockCheckApi(LockApiView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> Response:
         data = s.LockCheckInput.validate_input(request.data)
+        channel = channel_get(name, viewer=request.user.name)
         answer = selectors.lock_check(
-            channel=channel_get(name, viewer=request.user.name), paths=data["paths"]
+            channel=channel, paths=selectors.lock_paths_parse(data["paths"])
         )
         return Response(answer)
 
@@ -163,17 +177,7 @@ class LockDetailApi(LockApiView):
 class LockRecoverApi(LockApiView):
     @extend_schema(
         operation_id="locks_recover",
-        extensions=raises(
-            "UNKNOWN_FIELD",
-            "PATH_LOCK_INVALID_LOCK_ID",
-            "PATH_LOCK_NOT_FOUND",
-            "PATH_LOCK_INVALID_REASON",
-            "PATH_LOCK_INVALID_DURATION",
-            "PATH_LOCK_NOT_STALE",
-            "PATH_LOCK_PATTERN_TOO_COMPLEX",
-            *HELD,
-            *CAPPED,
-        ),
+        extensions=raises("UNKNOWN_FIELD", "PATH_LOCK_INVALID_LOCK_ID", *RECOVER_CODES),
         request=s.LockRecoverInput,
         responses=s.LockOutput,
         summary="Take over an expired lock (the caller becomes its owner)",
@@ -185,8 +189,44 @@ class LockRecoverApi(LockApiView):
         lock = services.lock_recover(
             channel=channel,
             owner=request.user.name,
-            reason=data["reason"],
+            reason=services.lock_reason_check(data["reason"]),
             lock_id=lock_id,
-            lease_seconds=data["lease_seconds"],
+            lease_seconds=Duration.parse(data["lease_seconds"]),
+        )
+        return Response(records.lock_to_dict(lock))
+
+
+class LockRecoverByPathApi(LockApiView):
+    @extend_schema(
+        operation_id="locks_recover_by_path",
+        extensions=raises("UNKNOWN_FIELD", "PATH_LOCK_INVALID_PATH", *RECOVER_CODES),
+        request=s.LockRecoverByPathInput,
+        responses=s.LockOutput,
+        summary="Take over the expired lock holding this exact normalized path",
+        description=(
+            "As `POST locks/<lock_id>/recover/`, the lock named by one of its paths as "
+            "`DELETE locks/?path=` names it: the record holding that exact normalized path "
+            "(PATH_LOCK_NOT_FOUND when none does, or when the path does not normalize; "
+            "PATH_LOCK_CONFLICT, with `lock_ids`, when several do). The reason is judged "
+            "before the lock is looked up, as in the reference."
+        ),
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, name: str) -> Response:
+        data = s.LockRecoverByPathInput.validate_input(request.data)
+        path = data["path"]
+        if not isinstance(path, str):
+            raise AppError(
+                "PATH_LOCK_INVALID_PATH",
+                "name the lock to recover by one of its paths: a string",
+                detail={"field": "path"},
+            )
+        channel = channel_get(name, viewer=request.user.name)
+        lock = services.lock_recover(
+            channel=channel,
+            owner=request.user.name,
+            reason=services.lock_reason_check(data["reason"]),
+            path=path,
+            lease_seconds=Duration.parse(data["lease_seconds"]),
         )
         return Response(records.lock_to_dict(lock))

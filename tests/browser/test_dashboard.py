@@ -19,9 +19,11 @@ import pytest
 from django.conf import settings
 
 from agentchat.core.identity.services import agent_get_or_create, token_create
+from agentchat.core.rules.records import Duration
 from channels_app import services
 from channels_app.models import Channel
 from locks_app import services as locks
+from locks_app.selectors import lock_paths_parse
 from tasks_app import services as tasks
 from tests.conftest import auth, require_service
 from tests.tasks_app.helpers import lasting
@@ -77,7 +79,12 @@ def team(live, django_user_model):
         channel=room, task_id="T-2", title="POST /payments", created_by="alice", depends_on=["T-1"]
     )
     tasks.lease_claim(channel=room, task_id="T-1", actor="alice", duration=lasting(900))
-    locks.lock_acquire(channel=room, owner="alice", paths=["api/payments.py"], lease_seconds=600)
+    locks.lock_acquire(
+        channel=room,
+        owner="alice",
+        paths=lock_paths_parse(["api/payments.py"]),
+        lease_seconds=Duration.parse(600),
+    )
     return live, token
 
 

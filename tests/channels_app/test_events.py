@@ -268,3 +268,38 @@ def test_a_stored_body_parses_back_or_is_malformed():
     with pytest.raises(AppError) as info:
         events.event_parse("[1]", where="#3")
     assert info.value.code == "EVENT_INVALID_RECORD"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "capability", "harness": "omp"},
+        {"type": "capability", "harness": "omp", "primitives": ["wait", "tasks"]},
+        {"type": "status", "harness": "omp", "status": "busy"},
+        {"type": "status", "harness": "omp", "status": "blocked", "detail": "T-1 café"},
+        {"type": "status", "harness": "omp", "status": "idle", "detail": None},
+    ],
+)
+def test_a_parsed_request_makes_the_event_it_was_judged_as(body):
+    request = events.event_request_parse(body, agent="alice")
+    made = request.event(agent="alice", ts=TS)
+    built = events.event_build(agent="alice", ts=TS, **body)
+    assert made == built and list(made) == list(built)  # the same keys in the same order
+    assert events.event_validate(made) == made
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"type": "nope", "harness": "h", "from": "x"}, "EVENT_INVALID_TYPE"),
+        ({"type": "status", "harness": "h", "status": "busy", "from": "x"}, "EVENT_UNKNOWN_FIELD"),
+        ({"type": "status", "status": "busy"}, "EVENT_REQUIRED_FIELD_MISSING"),
+        ({"type": "status", "harness": "h", "status": "nope"}, "EVENT_INVALID_STATUS"),
+        ({"type": "capability", "harness": "h", "primitives": ["x"]}, "EVENT_UNKNOWN_PRIMITIVE"),
+        ({"type": "status", "harness": "h\u200b", "status": "busy"}, "INVISIBLE_CHARACTER"),
+    ],
+)
+def test_a_request_is_refused_with_the_references_first_violation(body, code):
+    with pytest.raises(AppError) as info:
+        events.event_request_parse(body, agent="alice")
+    assert info.value.code == code

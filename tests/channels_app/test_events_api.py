@@ -374,3 +374,18 @@ def test_the_event_body_is_required_in_the_schema_and_by_the_server(api_client, 
     assert post["requestBody"]["required"] is True  # schemathesis sent no body before
     r = alice.post(f"/api/v1/channels/{room}/events/")
     assert (r.status_code, r.json()["error"]["code"]) == (400, "EVENT_INVALID_TYPE")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"type": "nope"}, {"type": "status", "harness": "h", "status": "busy", "from": "x"}, {}],
+)
+def test_a_hidden_or_missing_channel_wins_over_a_bad_event(api_for, body):
+    alice, bob = api_for("alice"), api_for("bob")
+    r = alice.post("/api/v1/channels/", {"name": "secret", "visibility": "members"}, format="json")
+    assert r.status_code == 201
+    before = Message.objects.count()
+    for name in ("secret", "nothing"):
+        r = bob.post(f"/api/v1/channels/{name}/events/", body, format="json")
+        assert (r.status_code, error_code(r)) == (404, "CHANNEL_NOT_FOUND")
+    assert Message.objects.count() == before

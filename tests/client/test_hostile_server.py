@@ -201,7 +201,7 @@ SHAPES = [
     # The Markdown summary answered as JSON (an object where text is asked for).
     (["state", "review"], ("GET", "channels/review/state/"), {"summary": "x"}),
     (
-        ["unlock", "review", "a"],
+        ["unlock", "review", "src/a"],  # a path that can be no lock id: no id is tried
         ("DELETE", "channels/review/locks/"),
         [{"lock_id": "x"}],
     ),

@@ -181,6 +181,12 @@ async def test_lock_results_say_locks_are_advisory(world: dict[str, Any]) -> Non
         assert [c["owner"] for c in checked.structured_content["conflicts"]] == ["alice"]
         unlocked = await client.call_tool("unlock", {"channel": "review", "target": "src/a.py"})
         assert unlocked.structured_content["lock_id"] == locked.structured_content["lock_id"]
+        # A path spelled like the API's operations is a path (no lock can have that id).
+        locked = await client.call_tool("lock", {"channel": "review", "paths": ["check"]})
+        unlocked = await client.call_tool("unlock", {"channel": "review", "target": "check"})
+        assert unlocked.structured_content["lock_id"] == locked.structured_content["lock_id"]
+        gone = await client.call_tool("unlock", {"channel": "review", "target": "check"})
+        assert error_text(gone).startswith("PATH_LOCK_NOT_FOUND: ")
 
 
 async def test_resources_list_and_read_without_moving_the_cursor(world: dict[str, Any]) -> None:

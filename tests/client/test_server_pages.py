@@ -76,6 +76,7 @@ def test_event_read_prints_every_event_past_one_page(live, make_agent, tmp_path)
     from django.db import transaction
 
     from channels_app import services
+    from channels_app.events import event_request_parse
     from channels_app.models import Channel
 
     _, token = make_agent("alice")
@@ -84,10 +85,9 @@ def test_event_read_prints_every_event_past_one_page(live, make_agent, tmp_path)
     channel = Channel.objects.get(name="ev")
     with transaction.atomic():  # one commit: the events' rows are what is tested, not posting
         for n in range(1001):
-            services.event_post(
-                channel=channel, agent="alice", type="status", harness="h", status="busy",
-                detail=f"d{n}",
-            )  # fmt: skip
+            body = {"type": "status", "harness": "h", "status": "busy", "detail": f"d{n}"}
+            event = event_request_parse(body, agent="alice")
+            services.event_post(channel=channel, agent="alice", request=event)
     result = alice("event", "read", "ev", "--json")
     assert result.returncode == 0, result.stderr
     details = [item["event"]["detail"] for item in json.loads(result.stdout)["events"]]

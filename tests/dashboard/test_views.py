@@ -8,8 +8,11 @@ from django.test import Client
 
 from agentchat.core.identity.humans import human_agent, human_name
 from agentchat.core.models import Agent
+from agentchat.core.rules.records import Duration
 from channels_app import services
+from channels_app.events import event_request_parse
 from channels_app.models import Channel, Cursor
+from locks_app.selectors import lock_paths_parse
 from tests.tasks_app.helpers import lasting
 
 pytestmark = pytest.mark.django_db
@@ -276,9 +279,17 @@ def test_the_locks_page_lists_active_and_expired_locks(browser, room, clock):
     from locks_app import services as locks
 
     held = locks.lock_acquire(
-        channel=room, owner="alice", paths=["src/api.py", "docs"], lease_seconds=600
+        channel=room,
+        owner="alice",
+        paths=lock_paths_parse(["src/api.py", "docs"]),
+        lease_seconds=Duration.parse(600),
     )
-    gone = locks.lock_acquire(channel=room, owner="alice", paths=["old.txt"], lease_seconds=1)
+    gone = locks.lock_acquire(
+        channel=room,
+        owner="alice",
+        paths=lock_paths_parse(["old.txt"]),
+        lease_seconds=Duration.parse(1),
+    )
     clock.advance(5)
     text = browser.get("/c/room/locks/").content.decode().replace("\xa0", " ")
     assert f'id="lock-{held.lock_id}" class=""' in text
@@ -287,17 +298,24 @@ def test_the_locks_page_lists_active_and_expired_locks(browser, room, clock):
     assert browser.get("/c/room/locks/", {"after": "bad id!"}).status_code == 400
 
 
+def post_event(channel: Channel, agent: str, body: dict) -> None:
+    services.event_post(
+        channel=channel, agent=agent, request=event_request_parse(body, agent=agent)
+    )
+
+
 def test_the_agents_page_shows_presence_across_visible_channels(browser, ann, room):
-    services.event_post(
-        channel=room, agent="alice", type="status", harness="omp", status="busy", detail="T-1"
+    post_event(
+        room, "alice", {"type": "status", "harness": "omp", "status": "busy", "detail": "T-1"}
     )
-    services.event_post(
-        channel=room, agent="alice", type="capability", harness="omp", primitives=["wait"]
-    )
+    post_event(room, "alice", {"type": "capability", "harness": "omp", "primitives": ["wait"]})
     Agent.objects.create(name="carol")
     services.channel_create(name="hid", created_by="carol", members=["carol"], visibility="members")
-    services.event_post(channel=Channel.objects.get(name="hid"), agent="carol", type="status",
-                        harness="x", status="blocked")  # fmt: skip
+    post_event(
+        Channel.objects.get(name="hid"),
+        "carol",
+        {"type": "status", "harness": "x", "status": "blocked"},
+    )
     text = browser.get("/agents/").content.decode()
     alice = text[text.index('id="agent-alice"') :]
     alice = alice[: alice.index("</tr>")]

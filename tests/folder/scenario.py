@@ -10,6 +10,7 @@ from agentchat.core.models import Agent
 from channels_app.models import Channel, Message
 from channels_app.services import channel_create, cursor_ack, message_post
 from locks_app.models import PathLock
+from locks_app.selectors import lock_paths_parse
 from locks_app.services import lock_acquire
 from tasks_app.services.leases import lease_claim
 from tasks_app.services.tasks import task_create
@@ -37,7 +38,7 @@ def build(name: str = "review") -> Channel:
         channel=channel, task_id="T-2", title="second", created_by="alice", depends_on=["T-1"]
     )
     lease_claim(channel=channel, task_id="T-1", actor="bob", duration=FIVE_MINUTES)
-    lock_acquire(channel=channel, owner="carol", paths=["src/a.py"])
+    lock_acquire(channel=channel, owner="carol", paths=lock_paths_parse(["src/a.py"]))
     cursor_ack(channel=channel, agent=people["bob"], seq=2)
     return channel
 

@@ -311,7 +311,9 @@ def test_a_check_does_not_queue_behind_a_writer():
                 timeout = cursor.execute("PRAGMA busy_timeout").fetchone()[0]
                 cursor.execute("PRAGMA busy_timeout = 200")
         try:
-            conflicts = selectors.lock_check(channel=channel, paths=["src", "docs/x"])["conflicts"]
+            conflicts = selectors.lock_check(
+                channel=channel, paths=selectors.lock_paths_parse(["src", "docs/x"])
+            )["conflicts"]
         finally:
             if timeout is not None:
                 with connection.cursor() as cursor:

@@ -9,6 +9,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agentchat.core.rules.records import Duration
+from channels_app.models import Channel
 from channels_app.services import channel_create
 from locks_app import selectors
 from locks_app.services import lock_acquire
@@ -23,6 +25,15 @@ def review(db, make_agent):
     return channel_create(name="review", created_by="alice")
 
 
+def acquire(channel: Channel, paths: list[str], lease_seconds: float = 300) -> None:
+    lock_acquire(
+        channel=channel,
+        owner="alice",
+        paths=selectors.lock_paths_parse(paths),
+        lease_seconds=Duration.parse(lease_seconds),
+    )
+
+
 def long_paths(prefix: str, count: int) -> list[str]:
     """``count`` paths of about 1 KB each under ``prefix``."""
     return [f"{prefix}/{j:02d}/" + "/".join(["s" * 240] * 4) for j in range(count)]
@@ -32,10 +43,10 @@ def long_paths(prefix: str, count: int) -> list[str]:
 @pytest.mark.parametrize("limit", [1, 4, 1000])
 def test_paging_gives_every_lock_once_in_order_expired_ones_too(review, api_for, clock, limit):
     for i in range(9):
-        lock_acquire(channel=review, owner="alice", paths=[f"short/{i}"], lease_seconds=1)
+        acquire(review, [f"short/{i}"], lease_seconds=1)
     clock.advance(5)  # expired, and kept
     for i in range(9):
-        lock_acquire(channel=review, owner="alice", paths=[f"long/{i}"], lease_seconds=600)
+        acquire(review, [f"long/{i}"], lease_seconds=600)
     expected = [lock.lock_id for lock in selectors.lock_list(channel=review)]
     assert len(expected) == 18
     walked = walk(api_for("bob"), URL, "locks", "lock_id", limit=limit)
@@ -49,7 +60,7 @@ def test_a_page_of_big_locks_is_bounded_and_loads_only_what_it_sends(
 ):
     settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT = 640
     for i in range(10):
-        lock_acquire(channel=review, owner="alice", paths=long_paths(f"p{i}", 64))  # ~130 KB
+        acquire(review, long_paths(f"p{i}", 64))  # ~130 KB
     settings.AGENTCHAT_READ_MAX_BYTES = budget = 300_000
     loaded = count_loaded(monkeypatch, selectors)
     bob = api_for("bob")
@@ -81,10 +92,10 @@ def test_queries_per_page_do_not_grow_with_the_list(review, api_for, settings):
         return len(captured)
 
     for i in range(5):
-        lock_acquire(channel=review, owner="alice", paths=[f"a/{i}", f"b/{i}"])
+        acquire(review, [f"a/{i}", f"b/{i}"])
     few = queries()
     for i in range(200):
-        lock_acquire(channel=review, owner="alice", paths=[f"c/{i}", f"d/{i}"])
+        acquire(review, [f"c/{i}", f"d/{i}"])
     assert queries() == few
 
 

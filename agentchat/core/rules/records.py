@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -73,11 +74,35 @@ def _shown(value: Any) -> Any:
     return str(value)[:100]
 
 
-def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> float:
+@dataclass(frozen=True)
+class Duration:
+    """A lease or lock duration as a request gave it, parsed at the boundary
+    (``Duration.parse``): its seconds when it is a JSON number, else None. Whether it is a
+    duration the server grants is judged only where it is used (``duration_check``,
+    ``expiry_after``), because the reference judges durations last, after identity, target and
+    state: a bad duration never hides a conflict, and the maximum is the setting of the moment."""
+
+    seconds: float | None
+    shown: Any  # the value as an error quotes it
+
+    @classmethod
+    def parse(cls, value: object) -> Duration:
+        """Any JSON value (a boolean, a string, null are no number: refused when used)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return cls(None, _shown(value))
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = math.inf
+        return cls(seconds, _shown(value))
+
+
+def duration_check(value: Duration | object, *, code: str, field: str = "lease_seconds") -> float:
     """A lease or lock duration: a JSON number (not a boolean, string or null), finite, at
     least MIN_LEASE_SECONDS (1 ms; the reference takes any positive number) and at most
     AGENTCHAT_MAX_LEASE_SECONDS (default 24 h: a lease nobody can ever recover is a denial of
-    service). Raises ``code``."""
+    service). ``value`` is a ``Duration``, or a raw value parsed here. Raises ``code``."""
+    duration = value if isinstance(value, Duration) else Duration.parse(value)
     maximum = max_lease_seconds()
 
     def invalid(message: str) -> AppError:
@@ -86,18 +111,15 @@ def duration_check(value: Any, *, code: str, field: str = "lease_seconds") -> fl
             message,
             detail={
                 "field": field,
-                "value": _shown(value),
+                "value": duration.shown,
                 "min": MIN_LEASE_SECONDS,
                 "max": maximum,
             },
         )
 
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    seconds = duration.seconds
+    if seconds is None:
         raise invalid(f"{field} must be a number of seconds")
-    try:
-        seconds = float(value)
-    except OverflowError:
-        seconds = math.inf
     if math.isnan(seconds) or seconds <= 0:
         raise invalid(f"{field} must be positive")
     if seconds < MIN_LEASE_SECONDS:
@@ -122,7 +144,7 @@ def _beyond_calendar(code: str, field: str, seconds: float) -> AppError:
 
 
 def expiry_after(
-    now: datetime, seconds: Any, *, code: str, field: str = "lease_seconds"
+    now: datetime, seconds: Duration | object, *, code: str, field: str = "lease_seconds"
 ) -> datetime:
     """``now + seconds`` from the precise ``now``. Raises ``code`` (see ``duration_check``;
     also when the maximum is set so high that the expiry is past the calendar's end)."""
