@@ -218,9 +218,10 @@ AGENTCHAT_REVOCATION_CHECK_SECONDS = float(
 _DEFAULT_DB_THREADS = "1" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "2"
 AGENTCHAT_DB_THREADS = int(os.environ.get("AGENTCHAT_DB_THREADS", _DEFAULT_DB_THREADS))
 # Heavy requests (agentchat.core.db.heavy: state, compaction, search, lists, event reads) run on
-# threads of their own, one at a time per token (more wait, past the queue 429
+# threads of their own, one at a time per agent (more wait, past the queue 429
 # HEAVY_REQUEST_BUSY), within a budget of database work (past it 503 WORK_BUDGET_EXCEEDED), so
 # that one agent's summaries cannot hold the threads every other agent's posts and peeks need.
+# Long ones hold all of these threads but one, kept for peeks (bounded by limit and bytes).
 AGENTCHAT_DB_HEAVY_THREADS = int(os.environ.get("AGENTCHAT_DB_HEAVY_THREADS", "2"))
 AGENTCHAT_HEAVY_QUEUE_PER_AGENT = int(os.environ.get("AGENTCHAT_HEAVY_QUEUE_PER_AGENT", "4"))
 AGENTCHAT_HEAVY_BUDGET_SECONDS = float(os.environ.get("AGENTCHAT_HEAVY_BUDGET_SECONDS", "2"))

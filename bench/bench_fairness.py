@@ -1,15 +1,19 @@
-"""Fairness benchmark: one agent looping a heavy request must not stall another agent's posts
-and peeks (target: the victim's p99 under 300 ms).
+"""Fairness benchmark: agents looping heavy requests must not stall another agent's posts and
+peeks (target: the victim's post and peek p99 each under 300 ms).
 
-    .venv/bin/python bench/bench_fairness.py [--seconds 4] [--messages 5000] [--json PATH]
+    .venv/bin/python bench/bench_fairness.py [--seconds 4] [--messages 5000] [--only LABEL]...
+        [--json PATH]
 
 On a throwaway SQLite database (``--database-url`` for another): fills ``big`` with
 ``--messages`` small messages (a tenth of them decisions, never compacted), ``fat`` with 1,000
-messages of 15 KB, 200 channels and 200 tasks, starts our server, then for each hog kind: the
-victim (agent ``victim``, its own channel) posts and peeks one after the other for
-``--seconds``, first alone, then while the hog (agent ``hog``, two connections looping the same
-request) runs. Prints, per hog kind, the victim's p50/p95/p99 without and with the hog, the
-hog's request count, status codes and bytes. Not part of the test suite.
+messages of 15 KB, 200 channels and 200 tasks, starts our server, then for each hog: the victim
+(agent ``victim``, its own channel) posts and peeks one after the other for ``--seconds``,
+first alone, then while the hog's connections loop their requests. The hogs: each heavy kind
+on its own (agent ``hog``, two connections of one token looping the same request), then the
+crowds (``SCENARIOS``): one agent's four tokens, four agents, one token's four connections
+each looping another kind, and four agents beside a victim whose own peek is a megabyte.
+Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
+request count, status codes and bytes. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, Server, create_tokens, log, migrate, ms, pct, project_env
+from harness import ROOT, Server, log, migrate, ms, pct, project_env
 
 TARGET_MS = 300.0
 SETUP = """
@@ -41,8 +45,12 @@ from channels_app.models import Channel, Message
 from channels_app.records import message_json_size
 from tasks_app.services import task_create
 
-for name in ("hog", "victim", "filler"):
-    agent_get_or_create(name=name)
+import json
+from agentchat.core.identity.services import token_create
+tokens = {{}}
+for name in ("hog", "hog1", "hog2", "hog3", "victim", "filler"):
+    agent = agent_get_or_create(name=name)
+    tokens[name] = [token_create(agent=agent) for _ in range(4)]
 services.channel_create(name="quiet", created_by="victim")
 
 def fill(name, count, body, decision_every):
@@ -67,24 +75,51 @@ for i in range(200):
 big = Channel.objects.get(name="big")
 for i in range(200):
     task_create(channel=big, created_by="filler", task_id=f"t{{i:03d}}", title=f"task {{i}} " * 10)
+print("TOKENS " + json.dumps(tokens))
 """
 
-HOGS: tuple[tuple[str, str, str], ...] = (
-    ("state of 5,000 messages (md)", "GET", "/api/v1/channels/big/state/?format=md"),
-    ("state, a post between each", "STATE+POST", "/api/v1/channels/big/state/"),
-    ("search 2 prefixes, all match", "GET", "/api/v1/search/?q=fil*+mes*&limit=200"),
-    ("search 8 short prefixes", "GET", "/api/v1/search/?q=a*+b*+c*+d*+e*+f*+g*+h*"),
-    ("peek limit=1000, 15 KB msgs", "GET", "/api/v1/channels/fat/messages/?after=0&limit=1000"),
-    ("channel list (201)", "GET", "/api/v1/channels/"),
-    ("task list (200 big)", "GET", "/api/v1/channels/big/tasks/"),
-    ("events read", "GET", "/api/v1/channels/big/events/?limit=1000"),
-    ("compaction", "POST", "/api/v1/channels/big/compact/"),
+Request = tuple[str, str]  # (method, path); method STATE+POST: a post, then GET path
+STATE_MD = ("GET", "/api/v1/channels/big/state/?format=md")
+SEARCH_ALL = ("GET", "/api/v1/search/?q=fil*+mes*&limit=200")
+PEEK_FAT = ("GET", "/api/v1/channels/fat/messages/?after=0&limit=1000")
+TASK_LIST = ("GET", "/api/v1/channels/big/tasks/")
+HOGS: tuple[tuple[str, Request], ...] = (
+    ("state of 5,000 messages (md)", STATE_MD),
+    ("state, a post between each", ("STATE+POST", "/api/v1/channels/big/state/")),
+    ("search 2 prefixes, all match", SEARCH_ALL),
+    ("search 8 short prefixes", ("GET", "/api/v1/search/?q=a*+b*+c*+d*+e*+f*+g*+h*")),
+    ("peek limit=1000, 15 KB msgs", PEEK_FAT),
+    ("channel list (201)", ("GET", "/api/v1/channels/")),
+    ("task list (200 big)", TASK_LIST),
+    ("events read", ("GET", "/api/v1/channels/big/events/?limit=1000")),
+    ("compaction", ("POST", "/api/v1/channels/big/compact/")),
+)
+MIX = (STATE_MD, SEARCH_ALL, PEEK_FAT, TASK_LIST)
+PEEK_SMALL = "/api/v1/channels/quiet/messages/?limit=20"
+
+
+def rotated(i: int) -> list[Request]:
+    return list(MIX[i:] + MIX[:i])
+
+
+# A hog's connections: (agent, which of its tokens, the requests it loops).
+Client = tuple[str, int, list[Request]]
+# label, the hog's connections, the victim's peek
+SCENARIOS: tuple[tuple[str, list[Client], str], ...] = (
+    ("1 agent x 4 tokens, mixed", [("hog", i, rotated(i)) for i in range(4)], PEEK_SMALL),
+    ("4 agents, mixed", [(f"hog{i or ''}", 0, rotated(i)) for i in range(4)], PEEK_SMALL),
+    ("1 token x 4, one kind each", [("hog", 0, [MIX[i]]) for i in range(4)], PEEK_SMALL),
+    (
+        "4 agents; victim peeks 1 MB",
+        [(f"hog{i or ''}", 0, rotated(i)) for i in range(4)],
+        "/api/v1/channels/fat/messages/?after=0&limit=1000",
+    ),
 )
 
 
-def victim_loop(url: str, token: str, seconds: float) -> list[float]:
+def victim_loop(url: str, token: str, seconds: float, peek: str) -> dict[str, list[float]]:
     """Post then peek, one after the other, for ``seconds``: each request's time."""
-    times: list[float] = []
+    times: dict[str, list[float]] = {"post": [], "peek": []}
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
         end = time.monotonic() + seconds
@@ -93,11 +128,11 @@ def victim_loop(url: str, token: str, seconds: float) -> list[float]:
             n += 1
             started = time.perf_counter()
             r = client.post("/api/v1/channels/quiet/messages/", json={"title": f"v{n}"})
-            times.append(time.perf_counter() - started)
+            times["post"].append(time.perf_counter() - started)
             assert r.status_code == 201, r.text
             started = time.perf_counter()
-            r = client.get("/api/v1/channels/quiet/messages/?limit=20")
-            times.append(time.perf_counter() - started)
+            r = client.get(peek)
+            times["peek"].append(time.perf_counter() - started)
             assert r.status_code == 200, r.text
     return times
 
@@ -105,8 +140,7 @@ def victim_loop(url: str, token: str, seconds: float) -> list[float]:
 def hog_loop(
     url: str,
     token: str,
-    method: str,
-    path: str,
+    requests: list[Request],
     stop: threading.Event,
     out: dict,
     started: threading.Event,
@@ -115,14 +149,15 @@ def hog_loop(
     with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
         n = 0
         while not stop.is_set():
+            method, path = requests[n % len(requests)]
             n += 1
             if method == "STATE+POST":
                 client.post("/api/v1/channels/big/messages/", json={"title": f"Decision: h{n}"})
-                method_now = "GET"
-            else:
-                method_now = method
-            with client.stream(method_now, path) as r:
+                method = "GET"
+            begun = time.perf_counter()
+            with client.stream(method, path) as r:
                 size = sum(len(chunk) for chunk in r.iter_raw())
+            out["times"].append(time.perf_counter() - begun)
             out["codes"][r.status_code] += 1
             out["bytes"] = max(out["bytes"], size)
             started.set()  # answered once: the hog's loop is under way
@@ -138,79 +173,107 @@ def figures(times: list[float]) -> dict[str, Any]:
     }
 
 
+def measure(
+    url: str,
+    victim: str,
+    tokens: dict[str, list[str]],
+    clients: list[Client],
+    peek: str,
+    seconds: float,
+) -> dict[str, Any]:
+    """The victim alone, then beside the hog's connections (each answered once first)."""
+    alone = victim_loop(url, victim, seconds, peek)
+    stop = threading.Event()
+    out: dict[str, Any] = {"codes": Counter(), "bytes": 0, "times": []}
+    started = [threading.Event() for _ in clients]
+    hogs = [
+        threading.Thread(
+            target=hog_loop,
+            args=(url, tokens[agent][which], requests, stop, out, first),
+            daemon=True,
+        )
+        for (agent, which, requests), first in zip(clients, started, strict=True)
+    ]
+    for hog in hogs:
+        hog.start()
+    for first in started:
+        if not first.wait(120):
+            raise SystemExit("a hog got no answer in 120 s")
+    loaded = victim_loop(url, victim, seconds, peek)
+    stop.set()
+    for hog in hogs:
+        hog.join(120)
+    return {
+        "alone": {kind: figures(times) for kind, times in alone.items()},
+        "with_hog": {kind: figures(times) for kind, times in loaded.items()},
+        "hog_requests": sum(out["codes"].values()),
+        "hog_codes": dict(out["codes"]),
+        "hog_max_bytes": out["bytes"],
+        "hog_times": figures(out["times"]),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="of load per measurement")
     parser.add_argument("--messages", type=int, default=5000, help="in the channel 'big'")
     parser.add_argument("--database-url", help="instead of a throwaway SQLite file")
-    parser.add_argument("--only", help="run the hog kinds whose label holds this")
+    parser.add_argument(
+        "--only", action="append", help="run the hogs whose label holds this (repeatable)"
+    )
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
+    hogs: list[tuple[str, list[Client], str]] = [
+        (label, [("hog", 0, [request])] * 2, PEEK_SMALL) for label, request in HOGS
+    ] + list(SCENARIOS)
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentchat-bench-fairness-") as name:
         tmp = Path(name)
         env = project_env(tmp, database_url=args.database_url)
         migrate(env)
         started = time.perf_counter()
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", SETUP.format(messages=args.messages)],
-            cwd=ROOT, env=env, check=True, timeout=900,
+            cwd=ROOT, env=env, check=True, timeout=900, capture_output=True, text=True,
         )  # fmt: skip
+        line = next(x for x in done.stdout.splitlines() if x.startswith("TOKENS "))
+        tokens: dict[str, list[str]] = json.loads(line.removeprefix("TOKENS "))
         log(f"filled in {time.perf_counter() - started:.1f} s")
-        tokens = create_tokens(env, ["hog", "victim"])
         server = Server(env, tmp / "server.log")
         try:
-            victim_loop(server.url, tokens["victim"], 0.5)  # warm
-            for label, method, path in HOGS:
-                if args.only and args.only not in label:
+            victim = tokens["victim"][0]
+            victim_loop(server.url, victim, 0.5, PEEK_SMALL)  # warm
+            for label, clients, peek in hogs:
+                if args.only and not any(part in label for part in args.only):
                     continue
-                alone = victim_loop(server.url, tokens["victim"], args.seconds)
-                stop = threading.Event()
-                out: dict[str, Any] = {"codes": Counter(), "bytes": 0}
-                started = [threading.Event() for _ in range(2)]
-                hogs = [
-                    threading.Thread(
-                        target=hog_loop,
-                        args=(server.url, tokens["hog"], method, path, stop, out, first),
-                        daemon=True,
-                    )
-                    for first in started
-                ]
-                for hog in hogs:
-                    hog.start()
-                # The hogs' loops under way (each answered once) before the victim measures.
-                for first in started:
-                    if not first.wait(120):
-                        raise SystemExit(f"the {label} hog got no answer in 120 s")
-                loaded = victim_loop(server.url, tokens["victim"], args.seconds)
-                stop.set()
-                for hog in hogs:
-                    hog.join(120)
                 row = {
                     "hog": label,
-                    "alone": figures(alone),
-                    "with_hog": figures(loaded),
-                    "hog_requests": sum(out["codes"].values()),
-                    "hog_codes": dict(out["codes"]),
-                    "hog_max_bytes": out["bytes"],
+                    **measure(server.url, victim, tokens, clients, peek, args.seconds),
                 }
                 log(json.dumps(row))
                 rows.append(row)
         finally:
             server.stop()
     print(
-        f"{'hog':32} {'alone p50/p95/p99 ms':>22} {'with hog p50/p95/p99 ms':>25} "
+        f"{'hog':30} {'victim':6} {'alone p50/p95/p99 ms':>22} {'with hog p50/p95/p99 ms':>25} "
         f"{'hog reqs':>8} {'hog codes':>18} {'hog max B':>10}  p99<{TARGET_MS:.0f}"
     )
     for row in rows:
-        a, w = row["alone"], row["with_hog"]
-        verdict = "ok" if w["p99_ms"] < TARGET_MS else "MISSED"
         codes = ",".join(f"{k}x{v}" for k, v in sorted(row["hog_codes"].items()))
-        print(
-            f"{row['hog']:32} {a['p50_ms']:>6}/{a['p95_ms']:>6}/{a['p99_ms']:>7} "
-            f"{w['p50_ms']:>8}/{w['p95_ms']:>6}/{w['p99_ms']:>7} {row['hog_requests']:>8} "
-            f"{codes:>18} {row['hog_max_bytes']:>10}  {verdict}"
-        )
+        for kind in ("post", "peek"):
+            a, w = row["alone"][kind], row["with_hog"][kind]
+            verdict = "ok" if w["p99_ms"] < TARGET_MS else "MISSED"
+            print(
+                f"{row['hog'] if kind == 'post' else '':30} {kind:6} "
+                f"{a['p50_ms']:>6}/{a['p95_ms']:>6}/{a['p99_ms']:>7} "
+                f"{w['p50_ms']:>8}/{w['p95_ms']:>6}/{w['p99_ms']:>7} "
+                + (
+                    f"{row['hog_requests']:>8} {codes:>18} {row['hog_max_bytes']:>10}"
+                    if kind == "post"
+                    else f"{'':>8} {'':>18} {'':>10}"
+                )
+                + f"  {verdict}"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

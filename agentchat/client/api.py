@@ -14,7 +14,7 @@ left of it (``_DeadlineBackend``), and a call past it is ``SERVER_TIMEOUT``. The
 read as a stream and refused (``RESPONSE_TOO_LARGE``) past ``MAX_ANSWER_BYTES``, so an endless
 one neither fills the memory nor keeps the call past its deadline.
 
-A heavy request (a peek, a list, the state) refused 429 ``HEAVY_REQUEST_BUSY`` (this token's
+A heavy request (a peek, a list, the state) refused 429 ``HEAVY_REQUEST_BUSY`` (this agent's
 other heavy requests fill the server's queue; nothing was run) is tried again with a capped
 backoff (``agentchat.client.backoff``) within that deadline; past it the error is raised,
 ``transient``. A 503 ``WORK_BUDGET_EXCEEDED`` is not transient: the same request would run
@@ -53,7 +53,7 @@ TOKEN_HINT = (
     "make a token on the server (`.venv/bin/python manage.py create_agent_token NAME`), "
     "then pass --token or set AGENT_CHAT_TOKEN"
 )
-# The server's answer (429) to a heavy request while this token's others fill its queue.
+# The server's answer (429) to a heavy request while this agent's others fill its queue.
 BUSY = "HEAVY_REQUEST_BUSY"
 CHANNEL_HINT = "list channels with `agentchat channels`, create one with `agentchat init NAME`"
 
@@ -224,7 +224,7 @@ class Client:
                 body = self._answer(response, raw, accept)
                 break
             except ClientError as error:
-                # A heavy request refused because this token's others fill the server's queue
+                # A heavy request refused because this agent's others fill the server's queue
                 # was not run at all: retried, with the backoff, while the call has time left
                 # for another try.
                 busy = error.status == 429 and error.code == BUSY

@@ -1,4 +1,4 @@
-"""A heavy request refused 429 HEAVY_REQUEST_BUSY (this token's other heavy requests fill the
+"""A heavy request refused 429 HEAVY_REQUEST_BUSY (this agent's other heavy requests fill the
 server's queue; nothing was run) is retried with the backoff within the call's deadline; a
 503 WORK_BUDGET_EXCEEDED (the request ran out of its budget, and would again) is not."""
 

@@ -7,9 +7,12 @@ that says ``heavy = True``, or names the methods in ``heavy_methods``) is run by
 - on a pool of threads of its own (``agentchat.core.db.transactions.run_db_heavy``,
   AGENTCHAT_DB_HEAVY_THREADS), so that it never holds the threads that posts, reads, peeks and
   acks need;
-- one at a time per token (``HeavyGate``): a second heavy request of the same token waits,
-  holding no thread, until the first is answered; past AGENTCHAT_HEAVY_QUEUE_PER_AGENT waiting
-  it is refused 429 HEAVY_REQUEST_BUSY. One agent thus occupies at most one heavy thread;
+- through a gate (``HeavyGate``) that hands out those threads: one at a time per agent
+  (whichever of its tokens a request carries: the lane's ``heavy_gate_key``), a second one
+  waiting, holding no thread, until the first is answered, past AGENTCHAT_HEAVY_QUEUE_PER_AGENT
+  waiting refused 429 HEAVY_REQUEST_BUSY; a free thread to the waiting agent that has had the
+  least heavy time; one thread kept from the long requests for the bounded ones (a peek,
+  ``heavy_bounded = True``); a waiting request whose client hung up never runs;
 - within a work budget (``work_budget``, AGENTCHAT_HEAVY_BUDGET_SECONDS of database time): on
   SQLite a progress handler aborts the statement running past the deadline, on PostgreSQL
   ``statement_timeout`` does, and ``budget_check`` stops Python work between chunks; any of
@@ -19,12 +22,13 @@ that says ``heavy = True``, or names the methods in ``heavy_methods``) is run by
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
@@ -39,6 +43,7 @@ from agentchat.core.rules.errors import AppError
 PROGRESS_STEPS = 100_000
 
 _state = threading.local()
+T = TypeVar("T")
 
 
 def budget_exceeded(seconds: float) -> AppError:
@@ -161,51 +166,163 @@ def view_is_heavy(view: Any, method: str | None) -> bool:
     return bool(getattr(view, "heavy", False)) or (method or "").upper() in methods
 
 
-class HeavyGate:
-    """At most one heavy request running per token; up to ``queue`` more wait (on the event
-    loop, holding no thread), beyond that HEAVY_REQUEST_BUSY. Keyed by a digest of the bearer
-    token as authentication parses it (``key``): the gate runs before authentication, and an
-    unauthenticated request is refused at once by its view anyway."""
+def view_heavy_bounded(view: Any) -> bool:
+    """Whether the heavy requests of the view class ``view`` are bounded (``heavy_bounded =
+    True``): a page read whose limit and the byte budget bound its work (a peek), which may
+    use the thread the gate keeps from the long ones."""
+    return bool(getattr(view, "heavy_bounded", False))
+
+
+class _Ticket:
+    """A heavy request in the gate: waiting for its turn, then running."""
+
+    __slots__ = ("bounded", "order", "turn")
+
+    def __init__(self, bounded: bool, order: int) -> None:
+        self.bounded = bounded
+        self.order = order  # arrival: ties go to the earlier
+        self.turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class _Agent:
+    """One key's requests: at most one running, the others waiting in arrival order; and the
+    heavy time it has had (``finish``, on the gate's virtual clock)."""
+
+    __slots__ = ("finish", "running", "start", "waiting")
 
     def __init__(self) -> None:
-        self._locks: dict[bytes, asyncio.Lock] = {}
-        self._waiting: dict[bytes, int] = {}
+        self.waiting: deque[_Ticket] = deque()
+        self.running: _Ticket | None = None
+        self.start = 0.0
+        self.finish = 0.0
 
-    @staticmethod
-    def key(credential: str | bytes | None) -> bytes:
-        """The gate's key of ``credential``: the request's token as its parser reads it (the
-        API lane's ``heavy_gate_key``), so that every spelling of one header is one key."""
-        if not credential:
-            return b""
-        raw = credential.encode() if isinstance(credential, str) else credential
-        return hashlib.blake2b(raw, digest_size=16).digest()
 
-    @contextmanager
-    def _counted(self, key: bytes) -> Iterator[None]:
-        self._waiting[key] = self._waiting.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            self._waiting[key] -= 1
-            if not self._waiting[key]:
-                del self._waiting[key]
-                self._locks.pop(key, None)
+class HeavyGate:
+    """The door of the heavy pool, one per event loop (``heavy_gate()``): it hands out the
+    pool's AGENTCHAT_DB_HEAVY_THREADS threads, so that no request waits in the pool itself.
 
-    async def run(self, key: bytes, call: Any) -> Any:
-        """``await call()`` once no other heavy request of ``key`` runs."""
+    - One heavy request running per key (the lane's key: the agent, whichever of its tokens
+      the request carries); up to AGENTCHAT_HEAVY_QUEUE_PER_AGENT more wait, on the event loop
+      and holding no thread; past that HEAVY_REQUEST_BUSY.
+    - A free thread goes to the waiting key that has had the least heavy time (start-time fair
+      queuing: a key's next request starts, on a virtual clock, where its previous one
+      finished, and never before the clock, so that idle time earns nothing), ties in arrival
+      order. An agent peeking now and then is served before agents that loop summaries.
+    - Long requests hold at most all threads but one: the last is kept for the bounded ones
+      (``bounded``: a peek, whose work its limit and the byte budget bound),
+      so that a peek never waits for a summary to end.
+    - A waiting request whose client has gone (``gone`` done) leaves the queue and never runs.
+    """
+
+    KEPT_IDLE = 1024  # idle keys whose heavy time is remembered (ahead of the clock)
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._agents: dict[bytes, _Agent] = {}
+        self._clock = clock
+        self._virtual = 0.0  # the start of the latest request given a thread
+        self._running = 0
+        self._running_long = 0
+        self._arrivals = 0
+
+    async def run(
+        self,
+        key: bytes,
+        call: Callable[[], Awaitable[T]],
+        *,
+        bounded: bool = False,
+        gone: asyncio.Future[Any] | None = None,
+    ) -> T | None:
+        """``await call()`` in its turn; None, without calling it, when ``gone`` is done first
+        (the client left while the request waited)."""
         queue = settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT
-        if self._waiting.get(key, 0) > queue:
+        if self.waiting(key) > queue:
             raise AppError(
                 "HEAVY_REQUEST_BUSY",
-                f"this token has a heavy request running and {queue} waiting: "
+                f"this agent has a heavy request running and {queue} waiting: "
                 "wait for their answers",
                 detail={"queue": queue},
             )
-        with self._counted(key):
-            lock = self._locks.setdefault(key, asyncio.Lock())
-            async with lock:
+        agent = self._agents.setdefault(key, _Agent())
+        ticket = _Ticket(bounded, self._arrivals)
+        self._arrivals += 1
+        agent.waiting.append(ticket)
+        self._dispatch()
+        try:
+            if gone is None:
+                await ticket.turn
+            else:
+                await asyncio.wait((ticket.turn, gone), return_when=asyncio.FIRST_COMPLETED)
+            if gone is not None and gone.done():
+                return None
+            started = self._clock()
+            try:
                 return await call()
+            finally:
+                agent.finish = agent.start + (self._clock() - started)
+        finally:
+            self._leave(key, agent, ticket)
+
+    def _leave(self, key: bytes, agent: _Agent, ticket: _Ticket) -> None:
+        if agent.running is ticket:
+            agent.running = None
+            self._running -= 1
+            self._running_long -= not ticket.bounded
+        else:
+            ticket.turn.cancel()
+            agent.waiting.remove(ticket)
+        idle = not agent.waiting and agent.running is None
+        if idle and agent.finish <= self._virtual and self._agents.get(key) is agent:
+            del self._agents[key]  # its next request would start at the clock anyway
+        if len(self._agents) > self.KEPT_IDLE:
+            self._forget()
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        threads = settings.AGENTCHAT_DB_HEAVY_THREADS
+        long_max = max(1, threads - 1)
+        while self._running < threads:
+            ready = [
+                (max(agent.finish, self._virtual), agent.waiting[0].order, agent)
+                for agent in self._agents.values()
+                if agent.running is None
+                and agent.waiting
+                and (agent.waiting[0].bounded or self._running_long < long_max)
+            ]
+            if not ready:
+                return
+            start, _, agent = min(ready, key=lambda entry: entry[:2])
+            ticket = agent.waiting.popleft()
+            agent.running, agent.start, self._virtual = ticket, start, start
+            self._running += 1
+            self._running_long += not ticket.bounded
+            ticket.turn.set_result(None)
+
+    def _forget(self) -> None:
+        """Too many idle keys kept: forget the heavy time of every idle one (bounded memory;
+        they start again at the clock)."""
+        for key in [
+            key
+            for key, agent in self._agents.items()
+            if agent.running is None and not agent.waiting
+        ]:
+            del self._agents[key]
 
     def waiting(self, key: bytes) -> int:
-        """How many heavy requests of ``key`` run or wait (tests)."""
-        return self._waiting.get(key, 0)
+        """How many heavy requests of ``key`` run or wait."""
+        agent = self._agents.get(key)
+        return 0 if agent is None else len(agent.waiting) + (agent.running is not None)
+
+
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HeavyGate] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def heavy_gate() -> HeavyGate:
+    """The running event loop's gate: the server's one loop has one; each of the tests' loops
+    has its own (a gate's futures belong to one loop)."""
+    loop = asyncio.get_running_loop()
+    gate = _gates.get(loop)
+    if gate is None:
+        gate = _gates[loop] = HeavyGate()
+    return gate

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import io
 import logging
 import threading
@@ -48,7 +49,7 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
-from agentchat.core.db.heavy import HeavyGate, view_is_heavy, work_budget
+from agentchat.core.db.heavy import heavy_gate, view_heavy_bounded, view_is_heavy, work_budget
 from agentchat.core.db.transactions import run_db, run_db_heavy
 from agentchat.core.http.asgi_http import (
     SECURITY_HEADERS,
@@ -59,6 +60,7 @@ from agentchat.core.http.asgi_http import (
     scope_headers,
 )
 from agentchat.core.identity.auth import bearer_from_header
+from agentchat.core.identity.services import token_agent, token_agent_cached
 from agentchat.core.rules.errors import AppError, ClientGone, error_http_response, internal_error
 
 logger = logging.getLogger(__name__)
@@ -81,7 +83,6 @@ class ApiLane:
         # Django's own request and response conversions; its middleware chain is not used.
         self.django = ASGIHandler()
         self.resolver = get_resolver()
-        self.heavy_gate = HeavyGate()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
@@ -107,15 +108,18 @@ class ApiLane:
             await self.django.send_response(error_http_response(error), send)
             return
         gone = None
-        if getattr(getattr(match.func, "cls", None), "answer_is_delivery", False):
-            # A client that leaves while the view runs: the view (a read) passes
-            # request_abandoned(request) to its service, which then commits nothing.
+        heavy = is_heavy(match, request.method)
+        delivery = getattr(getattr(match.func, "cls", None), "answer_is_delivery", False)
+        if heavy or delivery:
+            # The client leaving: a heavy request still waiting for its turn never runs, and
+            # a delivery's view (a read) passes request_abandoned(request) to its service,
+            # which then commits nothing.
             abandoned = request.META[ABANDONED] = threading.Event()
             gone = asyncio.ensure_future(disconnected(receive))
             gone.add_done_callback(functools.partial(_client_gone, abandoned))
         try:
-            if is_heavy(match, request.method):
-                response = await self._heavy(scope, request, match)
+            if heavy:
+                response = await self._heavy(scope, request, match, gone)
             else:
                 response = await run_db(self.get_response, request, match)
         except AppError as exc:
@@ -133,13 +137,20 @@ class ApiLane:
         await self.django.send_response(response, send)
 
     async def _heavy(
-        self, scope: dict[str, Any], request: HttpRequest, match: ResolverMatch
+        self,
+        scope: dict[str, Any],
+        request: HttpRequest,
+        match: ResolverMatch,
+        gone: asyncio.Future[None] | None,
     ) -> HttpResponse | None:
-        """A heavy request (``agentchat.core.db.heavy``): after the token's previous one, on the
-        heavy pool, within the work budget."""
-        response: HttpResponse | None = await self.heavy_gate.run(
-            heavy_gate_key(scope),
+        """A heavy request (``agentchat.core.db.heavy``): in its turn at the gate (after its
+        agent's previous one), on the heavy pool, within the work budget; None (never run)
+        when its client left while it waited."""
+        response: HttpResponse | None = await heavy_gate().run(
+            await heavy_gate_key(scope),
             lambda: run_db_heavy(self.get_response, request, match, budget=True),
+            bounded=view_heavy_bounded(getattr(match.func, "cls", None)),
+            gone=gone,
         )
         return response
 
@@ -176,20 +187,28 @@ def is_heavy(match: ResolverMatch, method: str | None) -> bool:
     return view_is_heavy(getattr(match.func, "cls", None), method)
 
 
-def heavy_gate_key(scope: dict[str, Any]) -> bytes:
-    """The heavy gate's key of a request: its bearer token as authentication parses it
-    (``Bearer t``, ``bearer t`` and ``Bearer  t`` are one token), else the raw header, which
-    its view then refuses."""
+async def heavy_gate_key(scope: dict[str, Any]) -> bytes:
+    """The heavy gate's key of a request: its agent (``a<id>``), whichever of the agent's tokens
+    it carries, as ``token_agents`` knows it (authentication fills it) or else one indexed
+    select on the short pool; a token that names no agent (unknown or revoked: its view refuses
+    it) keys by a digest of itself as authentication parses it (``Bearer t``, ``bearer t`` and
+    ``Bearer  t`` are one token), an unparsable header by a digest of its raw value."""
     values = scope_headers(scope, b"authorization")  # request_check refused more than one
     raw = values[0] if values else None
     try:
         token = bearer_from_header(raw)
     except AppError:
         token = None
-    if token is not None:
-        return HeavyGate.key(token)
-    # A NUL, which no header value holds, keeps the raw values apart from the tokens.
-    return HeavyGate.key(None if raw is None else "\0" + raw)
+    if token is None:
+        return b"" if raw is None else b"h" + _digest(raw)
+    agent_id = token_agent_cached(token)
+    if agent_id is None:
+        agent_id = await run_db(token_agent, token)
+    return b"t" + _digest(token) if agent_id is None else b"a%d" % agent_id
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _client_gone(abandoned: threading.Event, watch: asyncio.Future[None]) -> None:

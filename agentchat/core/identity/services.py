@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any, cast
 
 from django.utils import timezone
@@ -48,6 +50,64 @@ def token_revoke(*, token: ApiToken) -> None:
     )
     if revoked:
         push_on_commit(REVOCATIONS_GROUP, {"kind": REVOKED_KIND, "token_ids": [token.pk]})
+        # Now, not on commit: a token merely forgotten costs its next heavy request a lookup.
+        token_agents.drop(token.digest)
+
+
+class TokenAgents:
+    """Which agent a token belongs to, by the token's digest, for the tokens seen lately: what
+    the heavy gate keys a request by (``agentchat.core.http.lane.heavy_gate_key``), so that an
+    agent's tokens share one place in it. Filled by authentication and ``token_agent``;
+    bounded (the least recently used go first); a token that fails authentication, or is
+    revoked in this process, is dropped (one revoked elsewhere is dropped by its next request,
+    which fails authentication). Shared by the event loop and the database threads."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._size = size
+        self._agents: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> int | None:
+        with self._lock:
+            agent_id = self._agents.get(digest)
+            if agent_id is not None:
+                self._agents.move_to_end(digest)
+            return agent_id
+
+    def put(self, digest: str, agent_id: int) -> None:
+        with self._lock:
+            self._agents[digest] = agent_id
+            self._agents.move_to_end(digest)
+            if len(self._agents) > self._size:
+                self._agents.popitem(last=False)
+
+    def drop(self, digest: str) -> None:
+        with self._lock:
+            self._agents.pop(digest, None)
+
+
+token_agents = TokenAgents()
+
+
+def token_agent_cached(raw: str) -> int | None:
+    """The id of the agent whose token ``raw`` is, if ``token_agents`` knows (no query)."""
+    return token_agents.get(token_digest(raw))
+
+
+def token_agent(raw: str) -> int | None:
+    """The id of the agent whose live token ``raw`` is (None: unknown or revoked), from
+    ``token_agents`` or else one indexed select, which fills it. Sync: run it on the pool."""
+    digest = token_digest(raw)
+    agent_id = token_agents.get(digest)
+    if agent_id is None:
+        agent_id = (
+            ApiToken.objects.filter(digest=digest, revoked_at__isnull=True)
+            .values_list("agent_id", flat=True)
+            .first()
+        )
+        if agent_id is not None:
+            token_agents.put(digest, agent_id)
+    return agent_id
 
 
 # Every API request runs this lookup; RowSelect spares it the queryset compiler.
@@ -65,12 +125,15 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
         )
-    row = _TOKEN_WITH_AGENT.first([token_digest(raw)])
+    digest = token_digest(raw)
+    row = _TOKEN_WITH_AGENT.first([digest])
     if row is None:
+        token_agents.drop(digest)
         raise AppError("AUTH_INVALID", "the token is unknown or revoked")
     # One instance per model of the select, in its order.
     token, agent = cast(tuple[ApiToken, Agent], row)
     token.agent = agent
+    token_agents.put(digest, agent.pk)
     now = timezone.now()
     # Touch at most once a minute: a write per request would contend on SQLite.
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:

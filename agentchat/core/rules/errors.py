@@ -243,7 +243,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "HEAVY_REQUEST_BUSY",
         429,
-        "the token has a heavy request (state, search, a list) running and the queue is full",
+        "the agent has a heavy request (state, search, a list) running and the queue is full",
     ),
     (
         "WORK_BUDGET_EXCEEDED",
