@@ -99,10 +99,13 @@ class RegisterInput(StrictSerializer):
 class HeartbeatInput(StrictSerializer):
     agent = _agent_field(_AGENT_HELP)
     run_token = _run_token_field(_RUN_TOKEN_HELP)
-    status = serializers.ChoiceField(
-        choices=list(HEARTBEAT_STATUSES),
+    # Patterns, not enums, here and in the outputs: drf-spectacular names enums by field name,
+    # and another `status` enum would rename the tasks' StatusEnum.
+    status = StrictCharField(
         required=False,
+        single_line=True,
         help_text="default active: a heartbeat as active after the idle handshake reverses it",
+        openapi={"pattern": f"^(?:{'|'.join(HEARTBEAT_STATUSES)})$"},
     )
 
 
@@ -119,10 +122,10 @@ class IdleInput(StrictSerializer):
 class RegistrationOutput(serializers.Serializer[Any]):
     agent = serializers.CharField()
     kind = serializers.ChoiceField(choices=["agent", "human"])
-    status = serializers.ChoiceField(
-        choices=list(STATUSES),
+    status = StrictCharField(
         allow_null=True,
         help_text="stale: silent past AGENTCHAT_STALE_SECONDS; null: never registered",
+        openapi={"pattern": f"^(?:{'|'.join(STATUSES)})$"},
     )
     last_seen = serializers.DateTimeField(
         allow_null=True, help_text="the last heartbeat (every request of the agent is one)"
@@ -148,7 +151,7 @@ class RegistryOutput(pages.PageOutput):
 
 class IdleOutput(serializers.Serializer[Any]):
     agent = serializers.CharField()
-    status = serializers.ChoiceField(choices=["idle"])
+    status = StrictCharField(openapi={"pattern": "^idle$"})
     others_active = serializers.IntegerField(
         help_text="the other registrations of the session that are active and fresh"
     )

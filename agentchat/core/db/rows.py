@@ -95,7 +95,7 @@ class RowSelect:
             fields = model._meta.concrete_fields
             names = [field.attname for field in fields]
             row_values = values[start : start + len(fields)]
-            pk = names.index(cast("Field[Any, Any]", model._meta.pk).attname)
+            pk = names.index(model._meta.pk.attname)
             # A LEFT JOIN that matched nothing: no instance (its primary key is never NULL).
             missing = row_values[pk] is None
             instances.append(None if missing else model.from_db(using, names, row_values))

@@ -77,7 +77,8 @@ def rate_take(*, agent: str) -> None:
     bucket = RateBucket.objects.filter(name=name).values_list("tokens", "stamp").first()
     tokens, stamp = bucket if bucket is not None else (0.0, now)
     held = min(rate.count, tokens + max(0.0, now - stamp) * rate.per_second)
-    retry_after = max(1, math.ceil((1 - held) / rate.per_second))
+    # Rounded first: 5 s into a 6 s refill is 1 s to wait, not 1.0000000002 (2 s).
+    retry_after = max(1, math.ceil(round((1 - held) / rate.per_second, 6)))
     raise AppError(
         "RATE_LIMITED",
         f"{name!r} and its sub-agents may post {rate.count} times per {rate.seconds:g} s "

@@ -86,8 +86,10 @@ def token_authenticate(raw: str | None, *, heartbeat: bool = True) -> tuple[Agen
     touch = token.last_used_at is None or (
         (now - token.last_used_at).total_seconds() > TOKEN_TOUCH_SECONDS
     )
-    beat = heartbeat and registration is not None and heartbeat_due(
-        agent.pk, registration.last_heartbeat, now=now
+    beat = (
+        heartbeat
+        and registration is not None
+        and heartbeat_due(agent.pk, registration.last_heartbeat, now=now)
     )
     if touch or beat:
         with write_atomic():
