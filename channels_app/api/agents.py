@@ -210,7 +210,11 @@ class AgentRegisterApi(APIView):
         request=RegisterInput,
         responses={201: RegisteredOutput, 200: RegisteredOutput},
         extensions=raises(
-            *INPUT_CODES, *_NAMING_CODES, "CHANNEL_NOT_FOUND", "AGENT_ALREADY_ACTIVE"
+            *INPUT_CODES,
+            *_NAMING_CODES,
+            "CHANNEL_NOT_FOUND",
+            "AGENT_ALREADY_ACTIVE",
+            "RATE_LIMITED",
         ),
         summary="Register a session as an agent (201), or reclaim its registration (200)",
         description=(
@@ -218,7 +222,8 @@ class AgentRegisterApi(APIView):
             "within AGENTCHAT_STALE_SECONDS and not idle) with another run token gets 409 "
             "AGENT_ALREADY_ACTIVE; with the same run token it reclaims it (200). Over a stale or "
             "idle registration a new one takes the slot (201), and the old run token is "
-            "refused from then on."
+            "refused from then on. A sub-agent made here (a new name) takes a post from the "
+            "caller's post budget (AGENTCHAT_POST_RATE)."
         ),
     )
     @query_parameters()

@@ -224,3 +224,15 @@ def test_hostile_notes_and_statuses_are_refused(alice):
     ) in ("INVALID_TYPE", "INVALID_VALUE")
     assert error_code(alice.get("/api/v1/agents/", {"after": "A\x00"})) == "INVALID_NAME"
     assert error_code(alice.get("/api/v1/agents/", {"limit": "0"})) == "INVALID_VALUE"
+
+
+def test_a_registration_that_makes_a_sub_agent_takes_a_post_from_the_budget(alice, settings):
+    settings.AGENTCHAT_POST_RATE = "2/hour"
+    assert register(alice, agent="alice").status_code == 201  # no new agent: free
+    assert register(alice).status_code == 201
+    assert register(alice, agent="alice.critic").status_code == 201
+    refused = register(alice)
+    assert error_code(refused) == "RATE_LIMITED"
+    assert refused["Retry-After"].isdigit()
+    assert Agent.objects.filter(name__startswith="alice.").count() == 2  # nothing made
+    assert register(alice, agent="alice.critic", run_token="x").status_code == 409  # exists

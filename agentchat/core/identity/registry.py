@@ -35,6 +35,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.rates import rate_take
 from agentchat.core.models import Agent, Registration
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
@@ -144,8 +145,14 @@ def _not_human(agent: Agent) -> Agent:
     return agent
 
 
+# A sub-agent a registration makes is a row that stays (its messages name it): making one takes
+# a post from the caller's budget (``rates``), so a loop of registrations grows the database no
+# faster than a loop of posts may.
+
+
 def _target_new(caller: Agent, *, harness: str, substrate: str, conversation_id: str) -> Agent:
-    """A new sub-agent of the caller under a generated id (the EP's shape)."""
+    """A new sub-agent of the caller under a generated id (the EP's shape). Raises
+    RATE_LIMITED."""
     for _ in range(_GENERATE_ATTEMPTS):
         name = agent_id_generate(
             parent=caller.name,
@@ -161,14 +168,17 @@ def _target_new(caller: Agent, *, harness: str, substrate: str, conversation_id:
             )
         try:
             with transaction.atomic():
-                return Agent.objects.create(name=name, kind=Agent.Kind.AGENT)
+                made = Agent.objects.create(name=name, kind=Agent.Kind.AGENT)
         except IntegrityError:
             continue  # a name already made: draw another
+        rate_take(agent=caller.name)
+        return made
     raise RuntimeError("no free generated agent id")  # 48 random bits: not reachable
 
 
 def _target(caller: Agent, name: str) -> Agent:
-    """The agent ``name`` the caller registers as, made when it is new."""
+    """The agent ``name`` the caller registers as, made when it is new. Raises INVALID_NAME,
+    AGENT_OUTSIDE_NAMESPACE, RATE_LIMITED."""
     _own(caller, name)
     if name == caller.name:
         return _not_human(caller)
@@ -177,6 +187,7 @@ def _target(caller: Agent, name: str) -> Agent:
         try:
             with transaction.atomic():
                 agent = Agent.objects.create(name=name, kind=Agent.Kind.AGENT)
+            rate_take(agent=caller.name)
         except IntegrityError:  # made concurrently
             agent = Agent.objects.get(name=name)
     return _not_human(agent)
@@ -222,8 +233,10 @@ def agent_register(
     it) or "". A live registration with another run token refuses it; the same run token
     reclaims it (200); a stale or idle one is replaced by a new registration (201).
 
+    A sub-agent made here takes a post from the caller's budget (``rates``).
+
     Raises INVALID_VALUE, INVISIBLE_CHARACTER, FIELD_TOO_LARGE, INVALID_NAME,
-    AGENT_OUTSIDE_NAMESPACE, AGENT_ALREADY_ACTIVE."""
+    AGENT_OUTSIDE_NAMESPACE, AGENT_ALREADY_ACTIVE, RATE_LIMITED."""
     _fields_check(harness=harness, substrate=substrate, conversation_id=conversation_id)
     made = None
     if run_token is None:
