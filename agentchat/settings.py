@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from agentchat import datadir
+from agentchat.core.rules.presence import rate_parse
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The deployment's data folder (AGENTCHAT_DATA_DIR): the default SQLite database, static files
@@ -252,6 +253,26 @@ AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT = int(
     os.environ.get("AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT", "256")
 )
 AGENTCHAT_PATH_LOCK_MAX_PATHS = int(os.environ.get("AGENTCHAT_PATH_LOCK_MAX_PATHS", "4096"))
+
+# --- The agent registry and the post budget (EP-0118; agentchat.core.identity) -------------
+# A registered agent not heard from for this long shows as `stale`: its slot may be taken by a
+# new registration, and the idle handshake no longer counts it as active (the EP's 300).
+AGENTCHAT_STALE_SECONDS = float(os.environ.get("AGENTCHAT_STALE_SECONDS", "300"))
+# Every authenticated request is a heartbeat, written at most once per this many seconds per
+# agent (reads write nothing in between). Well below the stale threshold.
+AGENTCHAT_HEARTBEAT_SECONDS = float(os.environ.get("AGENTCHAT_HEARTBEAT_SECONDS", "5"))
+if not 0 < AGENTCHAT_HEARTBEAT_SECONDS < AGENTCHAT_STALE_SECONDS:
+    raise ImproperlyConfigured(
+        "AGENTCHAT_HEARTBEAT_SECONDS must be > 0 and below AGENTCHAT_STALE_SECONDS"
+    )
+# The posts (messages, events, audited changes) one top-level agent and its sub-agents may make:
+# `N/period` (10/min is the EP's), a token bucket of N refilling over the period; empty: no
+# limit. The default stops a runaway loop, not a busy agent.
+AGENTCHAT_POST_RATE = os.environ.get("AGENTCHAT_POST_RATE", "1200/min")
+try:
+    rate_parse(AGENTCHAT_POST_RATE)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"AGENTCHAT_POST_RATE: {exc}") from None
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -1,4 +1,5 @@
-"""Presence across channels as one viewer may see it: the agents page of the dashboard.
+"""Presence across channels as one viewer may see it: the agents page of the dashboard, and
+the agent registry's list (``registry_page``, ``GET agents/``).
 
 An agent's activity is recorded per channel (``Presence``: what it sent; ``Cursor``: what it
 read or acked), never on the agent (``Agent.last_seen`` is the token's last use, wherever it
@@ -12,9 +13,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
-from channels_app.models import Cursor, Presence
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
+from agentchat.core.identity.registry import registration_record
+from agentchat.core.models import Agent, Registration
+from agentchat.core.rules import clock
+from channels_app.models import Channel, Cursor, Presence
 from channels_app.selectors import channels_visible_to
 
 PRESENCE_ROWS = 5000
@@ -56,3 +61,54 @@ def presence_seen_by(*, viewer: str, limit: int = PRESENCE_ROWS) -> dict[str, di
         ]
         item["last_active_at"] = max(times)
     return seen
+
+
+def registry_page(
+    *, viewer: str, after: str | None, limit: int, session: Channel | None = None
+) -> ListPage:
+    """A page of the agent registry (EP-0118) as ``viewer`` may see it: every agent by name
+    (those of ``session`` only, when given), with its registration's status, last heartbeat,
+    harness and substrate (``registration_record``; status None for an agent that never
+    registered). A registration's ``session`` shows only when ``viewer`` may see that channel.
+    Paged like every list (``agentchat.core.http.pages``)."""
+    rows = Agent.objects.all()
+    if session is not None:
+        rows = rows.filter(registration__session=session.name)
+    now = clock.now()
+    visible: set[str] = set()
+
+    def load(planned: QuerySet[Agent]) -> list[Agent]:
+        agents = list(planned.select_related("registration"))
+        sessions = {
+            agent.registration.session
+            for agent in agents
+            if _registration(agent) is not None and agent.registration.session
+        }
+        visible.update(
+            channels_visible_to(viewer).filter(name__in=sessions).values_list("name", flat=True)
+        )
+        return agents
+
+    def render(agent: Agent) -> dict[str, Any]:
+        record = registration_record(agent, _registration(agent), now=now)
+        if record["session"] is not None and record["session"] not in visible:
+            record["session"] = None
+        return record
+
+    return list_page(
+        rows,
+        key="name",
+        size=size_of("registration__note"),
+        after=after,
+        limit=limit,
+        load=load,
+        render=render,
+        plan_first=LIST_LIMIT_MAX + 1,
+    )
+
+
+def _registration(agent: Agent) -> Registration | None:
+    try:
+        return agent.registration
+    except Registration.DoesNotExist:
+        return None

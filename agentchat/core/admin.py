@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agentchat.core.identity.services import token_revoke
-from agentchat.core.models import Agent, ApiToken
+from agentchat.core.models import Agent, ApiToken, Registration
 
 
 class ApiTokenInline(admin.TabularInline):
@@ -43,3 +43,29 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for token in queryset:
             token_revoke(token=token)
         self.message_user(request, f"Revoked {queryset.count()} token(s).", messages.SUCCESS)
+
+
+@admin.register(Registration)
+class RegistrationAdmin(admin.ModelAdmin):
+    """The agent registry, to look at; deleting a registration frees its agent's slot (a new
+    session may register at once). Its status as stored: the API and the dashboard read
+    ``stale`` from the heartbeat."""
+
+    list_display = ("agent", "status", "harness", "substrate", "session", "last_heartbeat")
+    list_filter = ("status", "harness")
+    search_fields = ("agent__name", "harness", "substrate", "session")
+    readonly_fields = (
+        "agent",
+        "harness",
+        "substrate",
+        "session",
+        "status",
+        "note",
+        "joined_at",
+        "status_at",
+        "last_heartbeat",
+    )
+    exclude = ("run_token_digest",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # sessions register themselves (POST /api/v1/agents/register/)

@@ -66,3 +66,65 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class Registration(models.Model):
+    """An agent's place in the registry (EP-0118 §1, §4): the session that registered as it,
+    what runs it, whether it is still at work, and when it was last heard from.
+
+    One per agent, its primary key: a second session registering as the same agent while this
+    one is live is refused; over a stale or idle one it takes the row over (a new run token,
+    a new ``joined_at``). The run token is stored as its digest only. ``last_heartbeat`` moves
+    on every authenticated request of the agent (at most once per AGENTCHAT_HEARTBEAT_SECONDS,
+    ``agentchat.core.identity.registry``); ``stale`` is no stored status but read from it
+    (silent past AGENTCHAT_STALE_SECONDS). ``session`` names the channel the EP's session is
+    ("": none), whose registrations the idle handshake counts.
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        IDLE = "idle", "idle"
+        SLEEPING = "sleeping", "sleeping"
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="registration"
+    )
+    harness = models.CharField(max_length=100)
+    substrate = models.CharField(max_length=100, blank=True, default="")
+    run_token_digest = models.CharField(max_length=64, editable=False)
+    session = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    note = models.TextField(blank=True, default="")  # what the agent said going idle
+    joined_at = models.DateTimeField()
+    status_at = models.DateTimeField()
+    last_heartbeat = models.DateTimeField()
+
+    class Meta:
+        ordering = ["agent_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=["active", "idle", "sleeping"]),
+                name="registration_status_known",
+            ),
+        ]
+        indexes = [
+            # The idle handshake counts a session's active registrations by heartbeat.
+            models.Index(fields=["session", "status", "last_heartbeat"], name="registration_live"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.status}"
+
+
+class RateBucket(models.Model):
+    """A token bucket of posts (``agentchat.core.identity.rates``), one per top-level agent
+    (its sub-agents share it): ``tokens`` left as of ``stamp`` (seconds since the epoch). Taken
+    from by a conditional UPDATE in the posting transaction, so a refused or rolled-back post
+    costs nothing and every process counts against the same row."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    tokens = models.FloatField()
+    stamp = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.tokens:.1f}"

@@ -368,15 +368,22 @@ PRESENCE_ROWS = 5000
 @require_http_methods(["GET"])
 def agents(request: SignedInRequest) -> HttpResponse:
     """Every agent with its presence across the channels I may see (``presence_seen_by``):
-    last active, the latest status event, the latest capabilities. Nothing of what an agent
-    did where I may not look (not the token's last use, ``Agent.last_seen``, which is)."""
+    last active, the latest status event, the latest capabilities; and its registration
+    (EP-0118), which a session publishes by registering: status, stale flagged, last
+    heartbeat, harness. Nothing else of what an agent did where I may not look (not the
+    token's last use, ``Agent.last_seen``)."""
     me = human_agent(request.user)
     latest = presence_seen_by(viewer=me.name, limit=PRESENCE_ROWS)
     people = []
     for item in agent_list_by_name(limit=PRESENCE_ROWS):
         people.append({**item, **latest.pop(item["name"], {})})
     people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
-    return render(request, "dashboard/agents.html", {"agent": me, "people": people})
+    stale_minutes = f"{settings.AGENTCHAT_STALE_SECONDS / 60:g}"
+    return render(
+        request,
+        "dashboard/agents.html",
+        {"agent": me, "people": people, "stale_minutes": stale_minutes},
+    )
 
 
 @login_required

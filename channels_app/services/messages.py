@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agentchat.core.db.rows import row_insert
 from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
 from agentchat.core.rules.audit import is_reserved, status_key
@@ -143,9 +144,11 @@ def message_post(
     A status of the server's audit messages (``agentchat.core.rules.audit``) belongs to
     ``audit_post`` only: a client's message so labelled would read as the server's record.
 
-    The sender's presence row (its last activity) is written in the same transaction.
+    The sender's presence row (its last activity) is written in the same transaction, and an
+    agent's post is taken from its post budget (``agentchat.core.identity.rates``; a retry
+    answered with the first message costs nothing).
     Raises INVALID_NAME, INVALID_VALUE, STATUS_RESERVED, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND,
-    ID_CONFLICT.
+    ID_CONFLICT, RATE_LIMITED.
 
     In steps: validate and normalize (``_message_validate``), return the first message of a
     retry (``_existing_or_conflict``), check ``reply_to``, insert under the next seq
@@ -266,6 +269,10 @@ def _message_insert(message: Message, *, client_id: bool, ts: datetime | None) -
     try:
         # The savepoint lets a duplicate id undo the increment; a fresh uuid needs none.
         with transaction.atomic(savepoint=client_id):
+            # First the sender's post budget (so an agent's posts in several channels lock
+            # its bucket before any channel's counter); a retry's savepoint gives it back.
+            if message.sender_kind == Agent.Kind.AGENT:
+                rate_take(agent=sender)
             message.seq = _allocate_seq(channel.pk)
             if client_id and (
                 existing := _existing_or_conflict(message.id, channel=channel, sender=sender)

@@ -259,3 +259,41 @@ def test_with_a_maintainer_another_humans_approval_leaves_it_pending(browser, te
     assert page.locator(f"#approval-room-{asked['seq']}").count() == 1  # still pending
     listed = httpx.get(f"{live.url}/api/v1/approvals/", headers=auth(token)).json()
     assert [a["request"]["seq"] for a in listed["approvals"]] == [asked["seq"]]
+
+
+def test_the_agents_page_shows_the_registry_with_stale_flagged(browser, team):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agentchat.core.models import Registration
+
+    live, token = team
+    r = httpx.post(
+        f"{live.url}/api/v1/agents/register/",
+        json={"agent": "alice", "harness": "claude-code", "substrate": "claude-sonnet-4.6"},
+        headers=auth(token),
+    )
+    assert r.status_code == 201, r.text
+    for name, harness in (("bob", "codex"), ("carol", "junie")):
+        other = token_create(agent=agent_get_or_create(name=name))
+        r = httpx.post(
+            f"{live.url}/api/v1/agents/register/",
+            json={"agent": name, "harness": harness},
+            headers=auth(other),
+        )
+        assert r.status_code == 201, r.text
+    idle = httpx.post(f"{live.url}/api/v1/agents/idle/", json={}, headers=auth(other))
+    assert idle.json()["others_active"] == 2
+    Registration.objects.filter(agent__name="bob").update(
+        last_heartbeat=timezone.now() - timedelta(seconds=settings.AGENTCHAT_STALE_SECONDS + 60)
+    )
+    page = _signed_in(browser, live)
+    page.click("header nav >> text=Agents")
+    assert page.locator("#agent-alice .presence .pill").inner_text() == "active"
+    assert "claude-code · claude-sonnet-4.6" in page.locator("#agent-alice").inner_text()
+    assert page.locator("#agent-bob .presence .pill").inner_text() == "stale"
+    assert page.locator("#agent-bob").get_attribute("class") == "stale"
+    assert page.locator("#agent-carol .presence .pill").inner_text() == "idle"
+    assert page.locator("#agent-ann .presence").inner_text().strip() == "—"
+    _shots(page, "agents-presence")

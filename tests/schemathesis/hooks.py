@@ -13,7 +13,8 @@
   3. The database: ``reply_to`` naming no message (``REPLY_TO_NOT_FOUND``), a dependency naming
      no task (``TASK_UNKNOWN_DEPENDENCY``), an ack past the channel's last seq (``INVALID_SEQ``
      with ``detail.seq > detail.last_seq``), a members-only roster without an agent
-     (``CHANNEL_MEMBERS_REQUIRED``: which names are agents is no property of the request).
+     (``CHANNEL_MEMBERS_REQUIRED``: which names are agents is no property of the request),
+     the sender's post budget spent (``RATE_LIMITED``: it counts the run's earlier posts).
   4. Workspace paths: the rules of ``agentchat.core.rules.paths`` a pattern cannot say (bytes,
      segment counts, the NFKC form of each segment), and a lock path's wildcard limit and
      work budget (``PATH_LOCK_PATTERN_TOO_COMPLEX``).
@@ -155,7 +156,12 @@ def tolerated(case: Any, code: str | None, detail: dict[str, Any]) -> bool:
 
         status = body.get("status")
         return isinstance(status, str) and is_reserved(status)
-    if code in {"REPLY_TO_NOT_FOUND", "TASK_UNKNOWN_DEPENDENCY", "CHANNEL_MEMBERS_REQUIRED"}:
+    if code in {
+        "REPLY_TO_NOT_FOUND",
+        "TASK_UNKNOWN_DEPENDENCY",
+        "CHANNEL_MEMBERS_REQUIRED",
+        "RATE_LIMITED",
+    }:
         return True
     if code == "INVALID_SEQ" and "last_seq" in detail:
         return isinstance(detail.get("seq"), int) and detail["seq"] > detail["last_seq"]

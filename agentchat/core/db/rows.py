@@ -71,8 +71,9 @@ class RowSelect:
 
     def first(
         self, params: Sequence[Any], using: str = DEFAULT_DB_ALIAS
-    ) -> tuple[Model, ...] | None:
-        """The instances of the first matching row (one per model), or None."""
+    ) -> tuple[Model | None, ...] | None:
+        """The instances of the first matching row (one per model; None for a model of a LEFT
+        JOIN that matched nothing), or None."""
         compiled = self._compiled.get(using)
         if compiled is None:
             compiled = self._compiled[using] = self._compile(using)
@@ -88,12 +89,16 @@ class RowSelect:
             for converter, expression in converters:
                 value = converter(value, expression, connection)
             values[position] = value
-        instances = []
+        instances: list[Model | None] = []
         start = 0
         for model, _ in self.models:
             fields = model._meta.concrete_fields
             names = [field.attname for field in fields]
-            instances.append(model.from_db(using, names, values[start : start + len(fields)]))
+            row_values = values[start : start + len(fields)]
+            pk = names.index(model._meta.pk.attname)
+            # A LEFT JOIN that matched nothing: no instance (its primary key is never NULL).
+            missing = row_values[pk] is None
+            instances.append(None if missing else model.from_db(using, names, row_values))
             start += len(fields)
         return tuple(instances)
 

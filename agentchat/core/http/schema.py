@@ -277,6 +277,13 @@ PATH_CODES = ("NOT_FOUND",)
 # Operations on one channel: it does not exist, or the caller may not see it.
 CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
 
+# Writes of a channel that post a message (a post, an event, the audit of a task, lock or
+# channel change): the sender's post budget (agentchat.core.identity.rates). Reads, acks, a
+# lock check, a marker claim and recover-pending post nothing.
+POSTING_CODES = ("RATE_LIMITED",)
+POSTING_METHODS = frozenset({"post", "put", "patch", "delete"})
+NOT_POSTING = ("/read/", "/ack/", "/locks/check/", "/claims/{marker}/", "/recover-pending/")
+
 # Heavy operations (agentchat.core.db.heavy, the lane's gate and work budget).
 HEAVY_CODES = ("HEAVY_REQUEST_BUSY", "WORK_BUDGET_EXCEEDED")
 
@@ -305,6 +312,13 @@ def operation_codes(
         codes += PATH_CODES
     if "/channels/{name}/" in path:
         codes += CHANNEL_CODES
+    if (
+        method in POSTING_METHODS
+        and path.rstrip("/").count("/") >= 4  # a channel's own path or one under it
+        and "/channels/{name}" in path
+        and not path.endswith(NOT_POSTING)
+    ):
+        codes += POSTING_CODES
     codes += declared
     return list(dict.fromkeys(codes))
 

@@ -37,7 +37,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         raw = bearer_from_header(request.META.get("HTTP_AUTHORIZATION"))
         if raw is None:
             return None  # the permission check answers AUTH_REQUIRED
-        return token_authenticate(raw)
+        # A view that writes the registry itself (register, heartbeat, idle) is no implicit
+        # heartbeat: a new session registering must see whether the old one went silent.
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        return token_authenticate(raw, heartbeat=getattr(view, "implicit_heartbeat", True))
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="agentchat"'

@@ -11,9 +11,11 @@ from django.utils import timezone
 from agentchat.core.db.rows import RowSelect
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.identity.humans import human_agent
+from agentchat.core.identity.registry import heartbeat_due, heartbeat_write
 from agentchat.core.identity.revocation import REVOCATIONS_GROUP, REVOKED_KIND
 from agentchat.core.live.push import push_on_commit
-from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
+from agentchat.core.models import Agent, ApiToken, Registration, token_digest, token_generate
+from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
 
@@ -110,17 +112,26 @@ def token_agent(raw: str) -> int | None:
     return agent_id
 
 
-# Every API request runs this lookup; RowSelect spares it the queryset compiler.
+# Every API request runs this lookup; RowSelect spares it the queryset compiler. The
+# registration comes along (the agent's heartbeat), in the same query.
 _TOKEN_WITH_AGENT = RowSelect(
     (ApiToken, "t"),
     (Agent, "a"),
-    from_="{ApiToken} t JOIN {Agent} a ON a.id = t.agent_id",
+    (Registration, "r"),
+    from_="{ApiToken} t JOIN {Agent} a ON a.id = t.agent_id "
+    "LEFT JOIN {Registration} r ON r.agent_id = a.id",
     where="t.digest = %s AND t.revoked_at IS NULL",
 )
 
+# A token's ``last_used_at`` (and its agent's ``last_seen``) move at most once a minute: they
+# are for the admin to see, and a write per request would contend on SQLite.
+TOKEN_TOUCH_SECONDS = 60
 
-def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
-    """Resolve a bearer token. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
+
+def token_authenticate(raw: str | None, *, heartbeat: bool = True) -> tuple[Agent, ApiToken]:
+    """Resolve a bearer token, and (``heartbeat``) count the request as its agent's heartbeat
+    (``registry.heartbeat_due``): at most one write per agent per AGENTCHAT_HEARTBEAT_SECONDS,
+    none between. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
@@ -130,14 +141,24 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
     if row is None:
         token_agents.drop(digest)
         raise AppError("AUTH_INVALID", "the token is unknown or revoked")
-    # One instance per model of the select, in its order.
-    token, agent = cast(tuple[ApiToken, Agent], row)
+    # One instance per model of the select, in its order; no registration: None.
+    token, agent, registration = cast(tuple[ApiToken, Agent, Registration | None], row)
     token.agent = agent
     token_agents.put(digest, agent.pk)
-    now = timezone.now()
-    # Touch at most once a minute: a write per request would contend on SQLite.
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+    now = clock.now()
+    touch = token.last_used_at is None or (
+        (now - token.last_used_at).total_seconds() > TOKEN_TOUCH_SECONDS
+    )
+    beat = (
+        heartbeat
+        and registration is not None
+        and heartbeat_due(agent.pk, registration.last_heartbeat, now=now)
+    )
+    if touch or beat:
         with write_atomic():
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-            Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
+            if beat:
+                heartbeat_write(agent.pk, now=now)
+            if touch:
+                ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+                Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
     return token.agent, token

@@ -48,6 +48,27 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("SENDER_MISMATCH", 403, "`from` names another agent than the token's"),
     ("FORBIDDEN", 403, "the request is not allowed (e.g. a websocket Origin that is not ours)"),
     ("AGENT_NOT_FOUND", 404, "no agent of that name"),
+    # --- the agent registry (EP-0118): registration, heartbeats, the idle handshake
+    (
+        "AGENT_NOT_REGISTERED",
+        404,
+        "the agent has no registration (or the run token's registration was taken over)",
+    ),
+    (
+        "AGENT_ALREADY_ACTIVE",
+        409,
+        "a live registration of that agent holds another run token (reclaim with the same one)",
+    ),
+    (
+        "AGENT_OUTSIDE_NAMESPACE",
+        403,
+        "a token acts as its own agent and its sub-agents (alice.*) only, never as a human",
+    ),
+    (
+        "RATE_LIMITED",
+        429,
+        "the agent's post budget (AGENTCHAT_POST_RATE) is spent; retry after Retry-After seconds",
+    ),
     # --- the request itself
     ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
     ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),
@@ -340,10 +361,14 @@ def error_body(exc: AppError) -> dict[str, Any]:
 
 def error_render(exc: AppError) -> RenderedError:
     """The one renderer. 401 carries the bearer challenge; 405 names the allowed methods when
-    the error's detail lists them (``detail={"allow": [...]}``)."""
+        the error's detail lists them (``detail={"allow": [...]}``); a 429 or 503 whose detail says
+    ``retry_after`` (whole seconds, at least 1) carries it as ``Retry-After``."""
     headers: dict[str, str] = {}
     if exc.status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="agentchat"'
+    retry_after = exc.detail.get("retry_after")
+    if exc.status in (429, 503) and isinstance(retry_after, int) and retry_after >= 1:
+        headers["Retry-After"] = str(retry_after)
     allow = exc.detail.get("allow")
     if exc.status == 405 and isinstance(allow, list):
         headers["Allow"] = ", ".join(str(method) for method in allow)

@@ -128,6 +128,10 @@ def test_what_each_view_takes_is_what_the_schema_declares(document):
     checked = 0
     for route, method, view in ROUTES:
         operation = document["paths"].get(_schema_path(route), {}).get(method)
+        if operation is None and not route.endswith("/"):
+            # A spelling without the trailing slash (the registry's): the slash's operation.
+            assert method in document["paths"][_schema_path(route + "/")], route
+            continue
         if operation is None:  # the schema and docs pages are no operation of the document
             assert route in ("api/v1/schema/", "api/v1/docs/", "api/v1/redoc/"), route
             continue
