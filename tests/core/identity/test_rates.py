@@ -9,6 +9,7 @@ from agentchat.core.identity.services import agent_get_or_create
 from agentchat.core.models import Agent, RateBucket
 from agentchat.core.rules.errors import AppError
 from channels_app.models import Message
+from channels_app.events import event_request_parse
 from channels_app.services import channel_create, event_post, message_post
 from tasks_app import services as tasks
 from tests.errors import error_code
@@ -98,7 +99,8 @@ def test_retries_and_refused_posts_cost_nothing(room, settings):
 
 def test_events_and_audited_changes_are_posts_too(room, settings):
     settings.AGENTCHAT_POST_RATE = "2/hour"
-    event_post(channel=room, agent="alice", type="status", harness="h", status="busy")
+    body = {"type": "status", "harness": "h", "status": "busy"}
+    event_post(channel=room, agent="alice", request=event_request_parse(body, agent="alice"))
     tasks.task_create(channel=room, task_id="T-1", title="one", created_by="alice")
     refused(lambda: tasks.task_create(channel=room, task_id="T-2", title="two", created_by="alice"))
     assert not tasks_exist("T-2")
