@@ -1,8 +1,22 @@
-from django.urls import path
+from typing import Any
 
-from channels_app.api import views
+from django.urls import URLPattern, path
+from rest_framework.views import APIView
 
-urlpatterns = [
+from channels_app.api import signals, views, whiteboard
+
+
+def _both(route: str, view: type[APIView], name: str) -> list[URLPattern]:
+    """``route`` (ending in a slash) and the same without it, which the OpenAPI document does not
+    list (its view's ``schema`` is None): an EP-0118 client may spell the paths either way."""
+    unlisted: type[APIView] = type(f"Unslashed{view.__name__}", (view,), {"schema": None})
+    return [
+        path(route, view.as_view(), name=name),
+        path(route.removesuffix("/"), unlisted.as_view(), name=f"{name}-unslashed"),
+    ]
+
+
+urlpatterns: list[Any] = [
     path("channels/", views.ChannelListCreateApi.as_view(), name="channel-list"),
     path("approvals/", views.ApprovalsApi.as_view(), name="approvals"),
     path("search/", views.SearchApi.as_view(), name="search"),
@@ -18,5 +32,13 @@ urlpatterns = [
         "channels/<str:name>/claims/<str:marker>/",
         views.MarkerClaimApi.as_view(),
         name="channel-claim",
+    ),
+    *_both("channels/<str:name>/signals/", signals.SignalListPostApi, "channel-signals"),
+    *_both("channels/<str:name>/signals/ack/", signals.SignalAckApi, "channel-signals-ack"),
+    *_both("channels/<str:name>/whiteboard/", whiteboard.WhiteboardListApi, "channel-whiteboard"),
+    *_both(
+        "channels/<str:name>/whiteboard/<str:key>/",
+        whiteboard.WhiteboardEntryApi,
+        "channel-whiteboard-entry",
     ),
 ]

@@ -172,6 +172,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "task_id": record_id(128),
     "marker": record_id(128),
     "lock_id": record_id(64),
+    "key": record_id(128),
 }
 
 

@@ -37,7 +37,8 @@ class BearerTokenAuthentication(BaseAuthentication):
         raw = bearer_from_header(request.META.get("HTTP_AUTHORIZATION"))
         if raw is None:
             return None  # the permission check answers AUTH_REQUIRED
-        return token_authenticate(raw)
+        # AgentChat-As (identity.services.ACTING_HEADER): the sub-agent the token acts as.
+        return token_authenticate(raw, acting=request.META.get("HTTP_AGENTCHAT_AS"))
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="agentchat"'

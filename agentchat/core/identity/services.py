@@ -14,6 +14,11 @@ from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.relevance import is_subagent
+
+# The request header that names the sub-agent a token acts as (docs/signals.md): the token's
+# agent may act as any name under it with a dot, which needs no token of its own.
+ACTING_HEADER = "AgentChat-As"
 
 
 @write_atomic()
@@ -59,8 +64,34 @@ _TOKEN_WITH_AGENT = RowSelect(
 )
 
 
-def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
-    """Resolve a bearer token. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
+def agent_acting(agent: Agent, name: str | None) -> Agent:
+    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
+    is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
+    ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use with the
+    parent's kind. A sub-agent's token never acts as its parent, nor any token as a sibling.
+    Raises INVALID_NAME, ACTING_AS_FORBIDDEN."""
+    if name is None or name == agent.name:
+        return agent
+    check_agent_name(name, field=ACTING_HEADER)
+    if not is_subagent(name, agent.name):
+        raise AppError(
+            "ACTING_AS_FORBIDDEN",
+            f"the token belongs to {agent.name!r}: it may act as {agent.name!r} or a sub-agent "
+            f"of it ({agent.name}.<name>), not as {name!r}",
+            detail={"as": name, "agent": agent.name},
+        )
+    existing = Agent.objects.filter(name=name).first()
+    if existing is not None:
+        return existing
+    with write_atomic():
+        sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": agent.kind})
+    return sub
+
+
+def token_authenticate(raw: str | None, *, acting: str | None = None) -> tuple[Agent, ApiToken]:
+    """Resolve a bearer token; with ``acting`` (the AgentChat-As header), the sub-agent of
+    the token's agent the request acts as (``agent_acting``), with the token it came with.
+    Raises AUTH_REQUIRED (none given), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
@@ -77,4 +108,4 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
         with write_atomic():
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
-    return token.agent, token
+    return agent_acting(token.agent, acting), token
