@@ -41,7 +41,7 @@ from agentchat.core.identity.revocation import (
 from agentchat.core.live.layer import inbox_close
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.relevance import is_relevant
+from agentchat.relevance import is_relevant
 from channels_app.models import Channel
 from channels_app.records import message_dict_json, message_to_dict
 from channels_app.selectors import (

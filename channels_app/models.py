@@ -10,7 +10,7 @@ from django.db.models import Lookup
 from django.db.models.functions import Lower
 
 from agentchat.core.models import Agent
-from agentchat.core.rules.relevance import is_relevant
+from agentchat.relevance import is_relevant
 from channels_app.approval_rule import ANSWER_CONDITION, APPROVAL_REQUEST
 
 
@@ -174,7 +174,7 @@ class Message(models.Model):
         return f"#{self.seq} {self.title}"
 
     def is_relevant_to(self, name: str) -> bool:
-        """SPEC §5 with namespaces (``agentchat.core.rules.relevance``): not sent by ``name``,
+        """SPEC §5 with namespaces (``agentchat.relevance``): not sent by ``name``,
         and a broadcast or addressed to ``name`` or one of its sub-agents."""
         return is_relevant(sender=self.sender, to=self.to, name=name)
 

@@ -119,7 +119,7 @@ def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
 
 
 def message_relevant_filter(name: str) -> Q:
-    """SPEC §5 relevance with namespaces in SQL (``agentchat.core.rules.relevance``): a
+    """SPEC §5 relevance with namespaces in SQL (``agentchat.relevance``): a
     broadcast, or a recipient that is ``name`` (``,name,``) or one of its sub-agents
     (``,name.``), and not ``name``'s own. Exact, as the recipients column holds validated
     names between commas; ``Message.is_relevant_to`` is the same rule on a row."""

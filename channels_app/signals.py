@@ -3,7 +3,7 @@
 A signal is a message of the channel (the EP's session) with a type (``Message.signal_type``,
 one of ``services.SIGNAL_TYPES``), posted by ``services.signal_post``: it has a seq, shows in
 the channel's reads, peeks, waits, streams, dashboard and synced folder like any message, and
-is relevant to its recipients by the one rule (``agentchat.core.rules.relevance``). What makes
+is relevant to its recipients by the one rule (``agentchat.relevance``). What makes
 it a signal is that each agent also keeps a read marker per signal (``SignalRead``, written by
 ``services.signal_ack``), beside its cursor: reading signals moves nothing, acknowledging some
 marks exactly those, for that agent only.

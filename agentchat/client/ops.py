@@ -27,7 +27,7 @@ from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.backoff import Backoff
 from agentchat.client.errors import ClientError
-from agentchat.core.rules.relevance import is_relevant
+from agentchat.relevance import is_relevant
 
 TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
 PEEK_PAGE = 200
@@ -59,7 +59,7 @@ def identity(client: Client, claimed: str | None) -> str:
 
 def relevant(message: dict[str, Any], agent: str | None) -> bool:
     """The server's relevance rule (docs/api.md, "Relevance";
-    ``agentchat.core.rules.relevance``): a broadcast or addressed to ``agent`` or one of its
+    ``agentchat.relevance``): a broadcast or addressed to ``agent`` or one of its
     sub-agents, and not sent by it. Unknown identity (None): every message counts."""
     if agent is None:
         return True

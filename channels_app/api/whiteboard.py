@@ -121,7 +121,7 @@ class WhiteboardEntryApi(APIView):
         tags=TAG,
         operation_id="whiteboard_delete",
         request=None,
-        responses=WhiteboardEntryOutput,
+        responses={200: WhiteboardEntryOutput},
         extensions=raises("INVALID_KEY", "KEY_NOT_FOUND"),
         summary="Delete a key, audited (whiteboard.deleted); answers the entry as it was",
     )

@@ -1,13 +1,12 @@
 """Dot namespaces (IASP §2): ``alice.critic`` is a sub-agent of ``alice``. A message to
 ``alice.critic`` is relevant to it and its ancestors, not its siblings; one to ``alice`` is not
-relevant to ``alice.critic``; the rule is one function (``agentchat.core.rules.relevance``)
+relevant to ``alice.critic``; the rule is one function (``agentchat.relevance``)
 applied by read, read_signals, the wait's rings and the client's websocket wait. A parent's
 token acts as any of its sub-agents (``AgentChat-As``), a sub-agent's never as its parent."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import threading
 
 import httpx
@@ -16,8 +15,9 @@ import pytest
 from agentchat.asgi import application
 from agentchat.client import ops
 from agentchat.client.api import Client
+from agentchat.core.identity import services as identity_services
 from agentchat.core.models import Agent
-from agentchat.core.rules.relevance import in_namespace, is_relevant
+from agentchat.relevance import is_relevant
 from channels_app.models import Channel, Message
 from channels_app.selectors import message_relevant_filter
 from channels_app.services import channel_create, message_post
@@ -35,20 +35,6 @@ def as_(client, name):
 
 
 # --- the rule -----------------------------------------------------------------------------------
-
-
-def test_the_namespace_rule():
-    assert in_namespace("alice.critic", "alice")
-    assert in_namespace("alice.popper.critic", "alice")
-    assert in_namespace("alice", "alice")
-    assert not in_namespace("alice", "alice.critic")  # a parent is not in its child's
-    assert not in_namespace("alice.critic", "alice.popper")  # nor a sibling
-    assert not in_namespace("alicex", "alice")  # a prefix without a dot is another agent
-    assert is_relevant(sender="bob", to=["alice.critic"], name="alice")
-    assert not is_relevant(sender="bob", to=["alice"], name="alice.critic")
-    assert not is_relevant(sender="alice", to=["alice.critic"], name="alice")  # its own
-    assert is_relevant(sender="alice", to=["alice.critic"], name="alice.critic")
-    assert is_relevant(sender="bob", to=[], name="alice.critic")
 
 
 @pytest.mark.django_db
@@ -71,12 +57,6 @@ def test_the_sql_filter_is_the_rule_exactly():
         )
         assert found == expected, name
         assert {m.seq for m in rows if m.is_relevant_to(name)} == expected
-
-
-def test_the_client_filters_with_the_same_rule():
-    for sender, to, name in itertools.product(NAMES, [[], *([n] for n in NAMES)], NAMES):
-        message = {"from": sender, "to": to}
-        assert ops.relevant(message, name) == is_relevant(sender=sender, to=to, name=name)
 
 
 # --- acting as a sub-agent --------------------------------------------------------------------
@@ -131,6 +111,28 @@ def test_a_token_may_not_act_as_anyone_else(session, api_for, token_of, acting, 
         assert error_code(r) == code
     assert not Message.objects.exists()
     assert not Agent.objects.filter(name=acting).exists() or acting in ("alice", "bob")
+
+
+def test_an_agent_has_a_bounded_number_of_sub_agents(session, api_for, monkeypatch):
+    monkeypatch.setattr(identity_services, "SUBAGENTS_MAX", 2)
+    for name in ("alice.a", "alice.b"):
+        assert as_(api_for("alice"), name).get("/api/v1/me/").json()["name"] == name
+    r = as_(api_for("alice"), "alice.c").get("/api/v1/me/")
+    assert error_code(r) == "SUBAGENTS_TOO_MANY"
+    assert not Agent.objects.filter(name="alice.c").exists()
+    # The existing ones still act; another agent's count is its own.
+    assert as_(api_for("alice"), "alice.a").get("/api/v1/me/").status_code == 200
+    assert as_(api_for("bob"), "bob.a").get("/api/v1/me/").status_code == 200
+
+
+def test_a_sub_agent_sees_a_members_only_channel_when_it_is_a_member(session, api_for):
+    alice, _ = session
+    body = {"name": "private", "members": ["alice", "alice.critic"], "visibility": "members"}
+    assert alice.post("/api/v1/channels/", body, format="json").status_code == 201
+    assert as_(api_for("alice"), "alice.critic").get("/api/v1/channels/private/").status_code == 200
+    # Rosters name agents exactly: the parent's membership is not its sub-agents'.
+    r = as_(api_for("alice"), "alice.popper").get("/api/v1/channels/private/")
+    assert error_code(r) == "CHANNEL_NOT_FOUND"
 
 
 @pytest.mark.django_db(transaction=True)

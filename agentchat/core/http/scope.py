@@ -102,7 +102,7 @@ def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
     (scheme, host and port of the request). With a token, an AgentChat-As header names the
     sub-agent it acts as. Returns the principal's name and the token's id (None for a
     session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID, INVALID_NAME,
-    ACTING_AS_FORBIDDEN. Sync: run in run_db."""
+    ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY. Sync: run in run_db."""
     origin = _first(scope_headers(scope, b"origin"))
     if origin is not None and not origin_allowed(origin):
         raise AppError("FORBIDDEN", f"origin {origin!r} is not allowed")

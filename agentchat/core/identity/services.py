@@ -14,11 +14,14 @@ from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent, ApiToken, token_digest, token_generate
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
-from agentchat.core.rules.relevance import is_subagent
+from agentchat.relevance import is_subagent
 
 # The request header that names the sub-agent a token acts as (docs/signals.md): the token's
 # agent may act as any name under it with a dot, which needs no token of its own.
 ACTING_HEADER = "AgentChat-As"
+# Sub-agents one agent may have (each made by a first request acting as it): a token cannot
+# fill the agents table. Checked when one is made, so concurrent first uses may pass it by a few.
+SUBAGENTS_MAX = 256
 
 
 @write_atomic()
@@ -68,8 +71,9 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
     """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
     is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
     ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use with the
-    parent's kind. A sub-agent's token never acts as its parent, nor any token as a sibling.
-    Raises INVALID_NAME, ACTING_AS_FORBIDDEN."""
+    parent's kind (at most SUBAGENTS_MAX of them). A sub-agent's token never acts as its
+    parent, nor any token as a sibling. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
+    SUBAGENTS_TOO_MANY."""
     if name is None or name == agent.name:
         return agent
     check_agent_name(name, field=ACTING_HEADER)
@@ -84,6 +88,12 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
     if existing is not None:
         return existing
     with write_atomic():
+        if Agent.objects.filter(name__startswith=agent.name + ".").count() >= SUBAGENTS_MAX:
+            raise AppError(
+                "SUBAGENTS_TOO_MANY",
+                f"{agent.name!r} has {SUBAGENTS_MAX} sub-agents, as many as an agent may",
+                detail={"as": name, "agent": agent.name, "max": SUBAGENTS_MAX},
+            )
         sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": agent.kind})
     return sub
 
@@ -91,7 +101,8 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
 def token_authenticate(raw: str | None, *, acting: str | None = None) -> tuple[Agent, ApiToken]:
     """Resolve a bearer token; with ``acting`` (the AgentChat-As header), the sub-agent of
     the token's agent the request acts as (``agent_acting``), with the token it came with.
-    Raises AUTH_REQUIRED (none given), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN."""
+    Raises AUTH_REQUIRED (none given), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN,
+    SUBAGENTS_TOO_MANY."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"

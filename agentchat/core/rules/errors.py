@@ -55,6 +55,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "(a name under it with a dot; a sub-agent may not act as its parent), or came with a "
         "browser session",
     ),
+    (
+        "SUBAGENTS_TOO_MANY",
+        409,
+        "the token's agent has as many sub-agents (256) as it may: AgentChat-As names a new one",
+    ),
     # --- the request itself
     ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
     ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),

@@ -13,8 +13,9 @@ one of its recipients is in X's namespace: a message to ``alice.critic`` concern
 ``alice.critic``. Its SQL form (``channels_app.selectors.message_relevant_filter``) matches
 the stored ``,a,b,`` recipients column for ``,X,`` or ``,X.``, which is the same rule exactly.
 
-Pure and free of Django: the command-line client and the MCP server (``agentchat.client``)
-filter a stream's messages with the same functions the server reads with.
+Pure Python, importing nothing: the command-line client and the MCP server
+(``agentchat.client``) filter a stream's messages with the same functions the server reads with,
+and ship this module in their wheel beside ``agentchat.exits``.
 """
 
 from __future__ import annotations
