@@ -41,6 +41,7 @@ from agentchat.core.identity.revocation import (
 from agentchat.core.live.layer import inbox_close
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.rules.errors import AppError
+from agentchat.relevance import is_relevant
 from channels_app.models import Channel
 from channels_app.records import message_dict_json, message_to_dict
 from channels_app.selectors import (
@@ -73,7 +74,9 @@ def ring_may_concern(event: dict[str, Any], name: str) -> bool:
     if event.get("kind") != "message" or event.get("access"):
         return True  # a change of members or visibility concerns every waiter: re-check
     sender, to = event.get("from"), event.get("to")
-    return not (sender == name or (to and name not in to))
+    if not isinstance(sender, str) or not isinstance(to, list):
+        return True  # not the shape a post rings with: read the database
+    return is_relevant(sender=sender, to=to, name=name)
 
 
 def _token_revoked() -> AppError:

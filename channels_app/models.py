@@ -1,4 +1,5 @@
-"""Channels, messages, read cursors, marker claims (SPEC §2-§8) and presence."""
+"""Channels, messages, read cursors, marker claims (SPEC §2-§8), presence, and EP-0118's
+per-message signal reads and the channel whiteboard."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.db.models import Lookup
 from django.db.models.functions import Lower
 
 from agentchat.core.models import Agent
+from agentchat.relevance import is_relevant
 from channels_app.approval_rule import ANSWER_CONDITION, APPROVAL_REQUEST
 
 
@@ -126,6 +128,9 @@ class Message(models.Model):
     # ``[[key, value], ...]``, kept verbatim: the folder writes them back after the reference's
     # keys and the state summary classifies by them (``type: decision``) as the reference does.
     frontmatter = models.JSONField(default=list, blank=True)
+    # EP-0118: a signal is a message with a type (channels_app.signals.SIGNAL_TYPES); "" for
+    # every other message. Read per message with SignalRead, beside the cursor.
+    signal_type = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         ordering = ["channel_id", "seq"]
@@ -157,14 +162,21 @@ class Message(models.Model):
                 condition=ANSWER_CONDITION,
                 name="message_approval_deciders",
             ),
+            # A read of signals (channels_app.signals) walks the channel's signals only.
+            models.Index(
+                fields=["channel", "seq"],
+                condition=~models.Q(signal_type=""),
+                name="message_signal_seq",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.title}"
 
     def is_relevant_to(self, name: str) -> bool:
-        """SPEC §5: broadcast or addressed to ``name``, and not sent by ``name``."""
-        return self.sender != name and (not self.to or name in self.to)
+        """SPEC §5 with namespaces (``agentchat.relevance``): not sent by ``name``,
+        and a broadcast or addressed to ``name`` or one of its sub-agents."""
+        return is_relevant(sender=self.sender, to=self.to, name=name)
 
 
 class Cursor(models.Model):
@@ -243,3 +255,47 @@ class Presence(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} @ {self.channel_id}: {self.status or '-'}"
+
+
+class SignalRead(models.Model):
+    """EP-0118's read marker: ``agent`` acknowledged the signal ``message`` (``ack_signals``).
+    Per agent and message, so a broadcast acknowledged by one agent stays unread for every
+    other; the cursor (read, wait, ack) is another matter and moves independently."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="signal_reads")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="signal_reads")
+    read_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "message"], name="signal_read_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} read {self.message_id}"
+
+
+class WhiteboardEntry(models.Model):
+    """EP-0118's whiteboard (``session_state``): a channel's key/value store. Keys are
+    case-sensitive record ids (``channels_app.whiteboard``); the value is any JSON, bounded."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="whiteboard")
+    key = models.CharField(max_length=128)
+    # The value as the compact JSON text it was written as: read back exactly (PostgreSQL's
+    # jsonb would reorder an object's keys), JSON null included.
+    value_json = models.TextField()
+    # Its bytes in UTF-8: what the channel's total is capped by.
+    size = models.PositiveIntegerField()
+    updated_by = models.CharField(max_length=64)
+    updated_at = models.DateTimeField()
+    # The seq of the audit message of the last write (whiteboard.written).
+    audit_seq = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["channel_id", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["channel", "key"], name="whiteboard_channel_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}/{self.key}"

@@ -43,7 +43,8 @@ def channel_to_dict(channel: Channel) -> dict[str, Any]:
 
 def message_to_dict(message: Message) -> dict[str, Any]:
     """A message as the API spells it. ``"imported": true`` follows ``sender_kind`` only on a
-    message imported from a folder (every other message's bytes stay as they were)."""
+    message imported from a folder, and ``"type"`` (its EP-0118 signal type) ends a signal's
+    record only (every other message's bytes stay as they were)."""
     record: dict[str, Any] = {
         "seq": message.seq,
         "id": message.id,
@@ -69,6 +70,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             "metadata": message.metadata,
         }
     )
+    if message.signal_type:
+        record["type"] = message.signal_type
     return record
 
 

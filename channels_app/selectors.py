@@ -119,8 +119,12 @@ def channel_last_seq_visible(channel: Channel, *, viewer: str) -> int:
 
 
 def message_relevant_filter(name: str) -> Q:
-    """SQL pre-filter for SPEC §5 relevance; ``Message.is_relevant_to`` is the exact rule."""
-    return (Q(recipients="") | Q(recipients__contains=f",{name},")) & ~Q(sender=name)
+    """SPEC §5 relevance with namespaces in SQL (``agentchat.relevance``): a
+    broadcast, or a recipient that is ``name`` (``,name,``) or one of its sub-agents
+    (``,name.``), and not ``name``'s own. Exact, as the recipients column holds validated
+    names between commas; ``Message.is_relevant_to`` is the same rule on a row."""
+    addressed = Q(recipients__contains=f",{name},") | Q(recipients__contains=f",{name}.")
+    return (Q(recipients="") | addressed) & ~Q(sender=name)
 
 
 def _attach(rows: QuerySet[Message] | list[Message], channel: Channel) -> list[Message]:

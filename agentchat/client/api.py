@@ -39,6 +39,8 @@ from agentchat.client.config import CALL_TIMEOUT, Config
 from agentchat.client.errors import ClientError, one_line
 
 API_ROOT = "/api/v1/"
+# The header that names the sub-agent a token acts as (the server's identity.ACTING_HEADER).
+ACTING_HEADER = "AgentChat-As"
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 # The most bytes one answer may have: far above any real one (a page of messages is at most
@@ -137,9 +139,13 @@ class Client:
         url_source: str = "",
         transport: httpx.BaseTransport | None = None,
         call_timeout: float = CALL_TIMEOUT,
+        acting: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.token = token
+        # The sub-agent of the token's agent that every request acts as (the AgentChat-As
+        # header, docs/signals.md); None: the token's agent.
+        self.acting = acting
         self.url_source = url_source
         self.call_timeout = call_timeout
         self.max_answer = MAX_ANSWER_BYTES
@@ -149,6 +155,7 @@ class Client:
         headers = {"Accept": "application/json", "User-Agent": "agentchat-cli"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        headers.update(self.identity_headers())
         self._http = httpx.Client(
             base_url=self.url,
             headers=headers,
@@ -171,6 +178,10 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
+
+    def identity_headers(self) -> dict[str, str]:
+        """The header naming the sub-agent the client acts as, if any (HTTP and websockets)."""
+        return {ACTING_HEADER: self.acting} if self.acting else {}
 
     def ws_url(self, path: str) -> str:
         """The websocket URL of a path under the server root (``/ws/channels/x/``)."""

@@ -15,8 +15,9 @@ the subscription is never missed; a dropped connection is reconnected with cappe
 every channel subscribed again from the last seq seen (nothing lost, nothing notified twice),
 and so is one whose error frame cannot be tied to one subscription (a frame the server dropped).
 Each message sends ``notifications/resources/updated`` for the channel's resource, and for its
-unread resource when the message is relevant (a broadcast or addressed to the agent, not its
-own); a read or wait through the tools also updates the unread resource.
+unread resource when the message is relevant (``ops.relevant``, the server's rule: a broadcast or
+addressed to the agent or one of its sub-agents, not its own); a read or wait through the tools
+also updates the unread resource.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from agentchat.client import safe, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.backoff import Backoff
 from agentchat.client.errors import ClientError
+from agentchat.relevance import is_relevant
 
 TRACE = "AGENT_CHAT_TRACE"  # set to 1: the wait says on stderr when it subscribes and retries
 PEEK_PAGE = 200
@@ -81,14 +82,17 @@ def identity(client: Client, claimed: str | None) -> str:
 
 
 def relevant(message: dict[str, Any], agent: str | None) -> bool:
-    """The server's relevance rule (docs/api.md, "Relevance"): a broadcast or addressed to
-    ``agent``, and not sent by it. Unknown identity (None): every message counts."""
+    """The server's relevance rule (docs/api.md, "Relevance";
+    ``agentchat.relevance``): a broadcast or addressed to ``agent`` or one of its
+    sub-agents, and not sent by it. Unknown identity (None): every message counts."""
     if agent is None:
         return True
     to = message.get("to") or []
     if not isinstance(to, list):
         to = []  # an odd record: told, so that a read shows it
-    return message.get("from") != agent and (not to or agent in to)
+    # A sender or recipient that is no string (an odd record) is no agent's name.
+    names = [name if isinstance(name, str) else "" for name in to]
+    return is_relevant(sender=str(message.get("from")), to=names, name=agent)
 
 
 def pages(
@@ -244,6 +248,7 @@ def _scan(
 def _subscribe(client: Client, channel: str, since: int, deadline: float) -> ClientConnection:
     url = client.ws_url(f"/ws/channels/{seg(channel)}/?since={since}")
     headers = {"Authorization": f"Bearer {client.token}"} if client.token else {}
+    headers.update(client.identity_headers())
     try:
         return connect(
             url,

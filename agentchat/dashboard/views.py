@@ -27,7 +27,7 @@ from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
-from channels_app import services
+from channels_app import services, whiteboard
 from channels_app.approval_rule import APPROVAL_REQUEST, answer_decides, is_answer, may_decide
 from channels_app.approvals import approvals_pending, approvals_pending_among
 from channels_app.models import Channel, Message
@@ -402,8 +402,24 @@ def channel_state(request: SignedInRequest, name: str) -> HttpResponse:
             "tab": "state",
             "html": mark_safe(markdown_html(state_markdown(summary))),  # sanitized by nh3
             "snapshot": snapshot,
+            "whiteboard": _shown_whiteboard(channel),
         },
     )
+
+
+def _shown_whiteboard(channel: Channel) -> list[dict[str, Any]]:
+    """The channel's whiteboard entries (EP-0118) for the state page: each value as indented
+    JSON text (escaped by the template), who wrote it and when."""
+    return [
+        {
+            "key": entry.key,
+            "value": json.dumps(json.loads(entry.value_json), ensure_ascii=False, indent=2),
+            "updated_by": entry.updated_by,
+            "updated_at": entry.updated_at,
+            "audit_seq": entry.audit_seq,
+        }
+        for entry in whiteboard.entries_of(channel)
+    ]
 
 
 ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}

@@ -25,6 +25,7 @@ from channels_app.models import Message
 from channels_app.services import (
     MESSAGE_ID_MAX,
     RECIPIENTS_MAX,
+    SIGNAL_TYPES,
     STATUS_MAX,
     TITLE_MAX,
     ImportedMessage,
@@ -170,6 +171,7 @@ def message_parse(raw: bytes, *, seq: int, where: str) -> ParsedMessage:
         metadata=mapped.get("metadata", {}),
         frontmatter=extra,
         claimed_sender_kind=mapped.get("sender_kind", ""),
+        signal_type=mapped.get("type", ""),
     )
     return ParsedMessage(message, event)
 
@@ -179,6 +181,12 @@ def _map_ours(key: str, value: str, mapped: dict[str, Any]) -> bool:
     renderer writes it (so a synced folder round-trips); False keeps it as an extra key."""
     if key == "id":
         if is_record_id(value, max_length=MESSAGE_ID_MAX) and not _SERVER_ID.fullmatch(value):
+            mapped[key] = value
+            return True
+        return False
+    if key == "type":
+        # A signal's type; any other ``type`` (``decision``…) is the file's own key.
+        if value in SIGNAL_TYPES:
             mapped[key] = value
             return True
         return False

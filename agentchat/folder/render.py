@@ -14,8 +14,10 @@ readers ignore keys they do not know): ``id`` (unless the server made it: ``msg_
 digits), ``sender_kind`` (only ``human``: a person sent it; for an imported message, what its
 file claimed, ``Message.claimed_sender_kind``, so the round trip holds), ``conversation_id``,
 ``correlation_id``, ``content_type``, ``data`` and ``metadata``
-(compact JSON) when set, then the keys an imported file carried (``Message.frontmatter``),
-verbatim and in their order.
+(compact JSON) when set, ``type`` for an EP-0118 signal (its type: ``type: query``; the
+reference reads ``type`` only to classify decisions, blockers and evidence, which no signal
+type names), then the keys an imported file carried (``Message.frontmatter``), verbatim and
+in their order.
 
 Records (§3.7-3.9): ``tasks/<id>.json``, ``claims/<task>.<owner>.json`` and
 ``locks/<lock_id>.json`` are the very records the API returns (``tasks_app.records``,
@@ -101,6 +103,8 @@ def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, st
         pairs.append(("data", _compact(message.data)))
     if message.metadata:
         pairs.append(("metadata", _compact(message.metadata)))
+    if message.signal_type:
+        pairs.append(("type", message.signal_type))
     pairs += [(str(key), str(value)) for key, value in message.frontmatter]
     return pairs
 

@@ -27,6 +27,8 @@ from agentchat.models import StateSnapshot
 from agentchat.state import selectors, services
 from agentchat.state.markdown import state_markdown
 from agentchat.state.summary import summary_counts
+from channels_app import whiteboard
+from channels_app.api.whiteboard import WhiteboardEntryOutput
 from channels_app.selectors import channel_get
 from locks_app.api.serializers import LockOutput
 from tasks_app.api.serializers import TaskRecordOutput
@@ -183,6 +185,13 @@ class StateOutput(serializers.Serializer):
     path_locks = LockOutput(many=True)
     topic = serializers.CharField()
     verification = VerificationOutput(many=True)
+    whiteboard = WhiteboardEntryOutput(
+        many=True,
+        required=False,
+        help_text="the channel's whiteboard (EP-0118), by key; only on the summary now "
+        "(never stored, nor in the markdown) and only when the channel has entries, so the "
+        "JSON stays the reference's `state --json` otherwise",
+    )
 
 
 class CompactInput(StrictSerializer):
@@ -243,7 +252,8 @@ class StateApi(APIView):
             "decisions, open tasks, blockers, owners and leases, path locks, verification "
             "evidence. The markdown (`?format=md`) is byte for byte what the reference prints "
             "for a synced folder of the channel; the JSON has the keys of its `state --json`, "
-            "keys sorted (`created_at` is the channel's creation time, `generated_at` now). "
+            "keys sorted (`created_at` is the channel's creation time, `generated_at` now), "
+            "and `whiteboard` (the channel's EP-0118 whiteboard entries) when there are any. "
             "Same data, same bytes (but `generated_at`). Derived, never stored: see compact."
         ),
     )
@@ -255,7 +265,11 @@ class StateApi(APIView):
         summary = selectors.state_summary(channel=channel, strict=strict)
         if wanted == "md":
             return _markdown(state_markdown(summary))
-        return _json(summary)
+        body = _sorted(summary)
+        # Last (the keys stay sorted), and as written: the values' own keys keep their order.
+        if entries := whiteboard.entries_all(channel):
+            body["whiteboard"] = entries
+        return HttpResponse(json_bytes(body), content_type="application/json")
 
 
 class CompactApi(APIView):

@@ -57,6 +57,7 @@ TEXT_FIELDS = (
     "data",
     "metadata",
     "frontmatter",
+    "signal_type",
 )
 CHUNK = 500
 

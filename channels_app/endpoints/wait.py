@@ -20,7 +20,7 @@ from agentchat.core.http.asgi_http import (
     request_check,
 )
 from agentchat.core.http.query import query_check
-from agentchat.core.http.scope import scope_query, scope_token
+from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
 from agentchat.core.rules.errors import AppError, internal_error
 from agentchat.core.rules.validation import int_parse, number_parse
@@ -74,7 +74,11 @@ class WaitEndpoint:
                 maximum=READ_LIMIT_MAX,
                 default=READ_LIMIT_MAX,
             )
-            agent, token = await run_db(token_authenticate, scope_token(scope, allow_query=False))
+            agent, token = await run_db(
+                token_authenticate,
+                scope_token(scope, allow_query=False),
+                acting=scope_acting(scope),
+            )
             channel = await run_db(
                 channel_get, scope["url_route"]["kwargs"]["name"], viewer=agent.name
             )

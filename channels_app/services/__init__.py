@@ -13,6 +13,9 @@ The package, along its seams (each imports only those above it in this list):
 - ``channels``: create and update, roster, visibility, topic (an update posts its audit);
 - ``cursors``: read pages and the cursor's set, ack and compare-and-set;
 - ``claims``: ``marker_claim``;
+- ``signals``: EP-0118's ``signal_post`` (a message with a type) and ``signal_ack`` (the
+  per-message read markers);
+- ``whiteboard``: EP-0118's ``whiteboard_write`` and ``whiteboard_delete``, audited;
 - ``imports``: channels, messages, presence, cursors and markers from a reference folder.
 
 Reads are in ``channels_app.selectors`` (the cursor's position: ``cursor_get``). Public names
@@ -58,14 +61,25 @@ from channels_app.services.limits import (
     MESSAGE_ID_MAX,
     PUSH_INLINE_LIMIT,
     RECIPIENTS_MAX,
+    SIGNAL_TYPES,
     STATUS_MAX,
     TITLE_MAX,
     TOPIC_MAX,
     VISIBILITIES,
 )
 from channels_app.services.messages import message_post, recipients_column, recipients_normalize
+from channels_app.services.signals import (
+    ACK_IDS_MAX,
+    SignalAck,
+    signal_ack,
+    signal_ids_check,
+    signal_post,
+    signal_type_check,
+)
+from channels_app.services.whiteboard import whiteboard_delete, whiteboard_write
 
 __all__ = [
+    "ACK_IDS_MAX",
     "BROADCAST_WORDS",
     "EVENT_CHANNEL_UPDATED",
     "IMPORT_BATCH",
@@ -74,6 +88,7 @@ __all__ = [
     "PUSH_INLINE_LIMIT",
     "RECIPIENTS_MAX",
     "ROSTER_GROUP",
+    "SIGNAL_TYPES",
     "STATUS_MAX",
     "TITLE_MAX",
     "TOPIC_MAX",
@@ -83,6 +98,7 @@ __all__ = [
     "ImportedPresence",
     "PostedEvent",
     "ReadPage",
+    "SignalAck",
     "audit_post",
     "channel_create",
     "channel_group",
@@ -104,6 +120,12 @@ __all__ = [
     "recipients_column",
     "recipients_normalize",
     "roster_check",
+    "signal_ack",
+    "signal_ids_check",
+    "signal_post",
+    "signal_type_check",
     "topic_check",
     "visibility_check",
+    "whiteboard_delete",
+    "whiteboard_write",
 ]

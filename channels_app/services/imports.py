@@ -65,6 +65,8 @@ class ImportedMessage(NamedTuple):
     # What the file's sender_kind key claimed ("human"; "" for none): kept for the sync to
     # write back (Message.claimed_sender_kind), never the stored provenance.
     claimed_sender_kind: str = ""
+    # The file's ``type:`` when it is a signal type (agentchat.folder.render writes it so).
+    signal_type: str = ""
 
 
 class ImportedPresence(NamedTuple):
@@ -174,6 +176,7 @@ def messages_import(*, channel: Channel, messages: Iterable[ImportedMessage]) ->
             sender_kind=Agent.Kind.AGENT,
             imported=True,
             claimed_sender_kind=item.claimed_sender_kind,
+            signal_type=item.signal_type,
             to=item.to,
             recipients=recipients_column(item.to),
             reply_to=item.reply_to,

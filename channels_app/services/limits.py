@@ -25,3 +25,6 @@ MEMBERS_MAX = 1000
 RECIPIENTS_MAX = MEMBERS_MAX  # a message's `to`: as many as a roster may hold
 
 VISIBILITIES = tuple(Channel.Visibility.values)
+
+# EP-0118's signal types (its signals table's CHECK), in its order.
+SIGNAL_TYPES = ("inform", "query", "delegate", "ack", "warn", "sleep_event", "sleep_request")

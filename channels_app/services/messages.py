@@ -124,6 +124,7 @@ def message_post(
     access_change: bool = False,
     ts: datetime | None = None,
     sender_kind: str | None = None,
+    signal_type: str = "",
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
@@ -143,6 +144,9 @@ def message_post(
 
     A status of the server's audit messages (``agentchat.core.rules.audit``) belongs to
     ``audit_post`` only: a client's message so labelled would read as the server's record.
+
+    ``signal_type`` makes the message an EP-0118 signal (``services.signal_post``, which checks
+    the type): read per message by ``read_signals`` besides the cursor.
 
     The sender's presence row (its last activity) is written in the same transaction, and an
     agent's post is taken from its post budget (``agentchat.core.identity.rates``; a retry
@@ -189,6 +193,7 @@ def message_post(
         data=data,
         content_type=content_type,
         metadata=metadata or {},
+        signal_type=signal_type,
     )
     stored = _message_insert(message, client_id=message_id is not None, ts=ts)
     if stored is not message:

@@ -85,7 +85,14 @@ def test_a_family_member_or_a_look_alike_is_reserved(alice, status):
 
 
 def test_the_families_are_derived_from_the_one_list():
-    assert RESERVED_PREFIXES == ("channel.", "lease.", "path.lock.", "state.", "task.")
+    assert RESERVED_PREFIXES == (
+        "channel.",
+        "lease.",
+        "path.lock.",
+        "state.",
+        "task.",
+        "whiteboard.",
+    )
     assert all(is_reserved(status) for status in AUDIT_STATUSES)
 
 

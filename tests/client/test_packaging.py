@@ -3,6 +3,7 @@ few dependencies and none of the server's."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -18,9 +19,22 @@ def test_the_console_script_and_the_package():
     project = _project()
     assert project["project"]["scripts"] == {"agentchat": "agentchat.client.cli:main"}
     assert project["tool"]["setuptools"]["packages"] == ["agentchat.client"]
-    # The exit table the client shares with the server: pure, shipped beside the client.
-    assert project["tool"]["setuptools"]["py-modules"] == ["agentchat.exits"]
+    # The exit table and the relevance rule the client shares with the server: pure, shipped
+    # beside the client.
+    assert project["tool"]["setuptools"]["py-modules"] == ["agentchat.exits", "agentchat.relevance"]
     assert project["build-system"]["build-backend"] == "setuptools.build_meta"
+
+
+def test_what_the_client_imports_of_agentchat_is_shipped():
+    shipped = set(_project()["tool"]["setuptools"]["py-modules"])
+    imported = set()
+    for path in (ROOT / "agentchat" / "client").rglob("*.py"):
+        for module in re.findall(
+            r"^\s*(?:from|import) (agentchat\.[\w.]+)", path.read_text(), re.M
+        ):
+            if not module.startswith("agentchat.client"):
+                imported.add(module)
+    assert imported == shipped
 
 
 def test_the_client_dependencies_are_the_clients_only():

@@ -2,8 +2,9 @@
 
 A throwaway data folder and database (SQLite unless ``DATABASE_URL`` names a PostgreSQL
 database of its own), two agents with real tokens, a server started with
-``agentchat.serve.ServerProcess``, a channel, messages, a task and a lock for the generated
-requests to find (``hooks.py`` draws path parameters from them as well as from the schema),
+``agentchat.serve.ServerProcess``, a channel, messages, a task, a lock, a whiteboard entry and
+a signal for the generated requests to find (``hooks.py`` draws path parameters from them as
+well as from the schema),
 then ``st run`` over ``/api/v1/schema/``: a fixed seed and an example budget per operation, one
 worker (the machine has 2 cores), the examples, coverage and fuzzing phases, positive and
 negative data, and the checks
@@ -82,7 +83,15 @@ def seed(base: str, tokens: dict[str, str]) -> dict[str, list[str]]:
         call(base, bob, "POST", f"/api/v1/channels/{CHANNEL}/messages/", {"title": f"r{number}"})
     call(base, alice, "POST", f"/api/v1/channels/{CHANNEL}/tasks/", {"id": TASK, "title": "t"})
     lock = call(base, bob, "POST", f"/api/v1/channels/{CHANNEL}/locks/", {"paths": ["src/held.py"]})
-    return {"name": [CHANNEL], "task_id": [TASK], "lock_id": [lock["lock_id"]], "marker": ["m1"]}
+    call(base, bob, "PUT", f"/api/v1/channels/{CHANNEL}/whiteboard/goal/", {"value": {"v": 1}})
+    call(base, bob, "POST", f"/api/v1/channels/{CHANNEL}/signals/", {"to": "*", "content": "s"})
+    return {
+        "name": [CHANNEL],
+        "task_id": [TASK],
+        "lock_id": [lock["lock_id"]],
+        "marker": ["m1"],
+        "key": ["goal"],
+    }
 
 
 def main(argv: list[str]) -> int:

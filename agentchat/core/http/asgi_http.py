@@ -105,7 +105,8 @@ def request_check(
     """Refuse what no endpoint serves, in the same order and with the same codes everywhere:
     several Host headers or one outside ALLOWED_HOSTS (400 INVALID_HOST), a query parameter
     given twice (400 INVALID_VALUE: which value would count?), several Authorization headers (401
-    AUTH_INVALID: which one would be the caller?), a method not in ``methods`` (405
+    AUTH_INVALID: which one would be the caller?) or AgentChat-As headers (400 INVALID_VALUE), a
+    method not in ``methods`` (405
     METHOD_NOT_ALLOWED, ``detail.allow``), and with ``json_only`` an Accept that excludes JSON
     (406 NOT_ACCEPTABLE). The lane leaves methods and Accept to each DRF view, which knows its
     own methods and renderers."""
@@ -117,6 +118,12 @@ def request_check(
     _query_check(scope)
     if len(scope_headers(scope, b"authorization")) > 1:
         raise AppError("AUTH_INVALID", "send one Authorization header, not several")
+    if len(scope_headers(scope, b"agentchat-as")) > 1:
+        raise AppError(
+            "INVALID_VALUE",
+            "send one AgentChat-As header, not several",
+            detail={"field": "AgentChat-As"},
+        )
     method = scope.get("method")
     if methods is not None and method is not None and method not in methods:
         allow = sorted(methods)

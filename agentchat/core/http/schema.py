@@ -172,6 +172,7 @@ PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "task_id": record_id(128),
     "marker": record_id(128),
     "lock_id": record_id(64),
+    "key": record_id(128),
 }
 
 
@@ -261,6 +262,11 @@ COMMON_CODES = (
     "NOT_ACCEPTABLE",
     "REQUEST_TOO_LARGE",
     "INTERNAL_ERROR",
+    # The AgentChat-As header (BearerTokenScheme): a bad name, not a sub-agent of the token's
+    # agent, or a new sub-agent past the bound.
+    "INVALID_NAME",
+    "ACTING_AS_FORBIDDEN",
+    "SUBAGENTS_TOO_MANY",
 )
 # Operations that read a JSON body (the parser runs before the view).
 # INVISIBLE_CHARACTER: any one-line text field of a body (agentchat.core.rules.validation).
@@ -408,7 +414,11 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An agent token from `manage.py create_agent_token NAME`.",
+            "description": "An agent token from `manage.py create_agent_token NAME`. With the "
+            "header `AgentChat-As: NAME.SUB` the request acts as a sub-agent of the token's "
+            "agent (a name under it with a dot: alice's token as alice.critic), on every "
+            "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
+            "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md).",
         }
 
 

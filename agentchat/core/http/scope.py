@@ -10,7 +10,7 @@ from django.http.request import validate_host
 
 from agentchat.core.http.asgi_http import scope_headers, scope_host
 from agentchat.core.identity.auth import bearer_from_header
-from agentchat.core.identity.services import token_authenticate
+from agentchat.core.identity.services import ACTING_HEADER, token_authenticate
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 
@@ -90,21 +90,33 @@ def scope_token(scope: dict[str, Any], *, allow_query: bool) -> str | None:
     return raw
 
 
+def scope_acting(scope: dict[str, Any]) -> str | None:
+    """The AgentChat-As header's value (``request_check`` refused several), or None."""
+    return _first(scope_headers(scope, b"agentchat-as"))
+
+
 def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
     """Who may subscribe: a token's agent, or a signed-in browser user (session) on a page of
     this very site. A present Origin must match ALLOWED_HOSTS; a missing one needs a token
     (agents' websocket clients send none); a session needs the Origin of the site itself
-    (scheme, host and port of the request). Returns the principal's name and the token's id
-    (None for a session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID. Sync: run in run_db."""
+    (scheme, host and port of the request). With a token, an AgentChat-As header names the
+    sub-agent it acts as. Returns the principal's name and the token's id (None for a
+    session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID, INVALID_NAME,
+    ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY. Sync: run in run_db."""
     origin = _first(scope_headers(scope, b"origin"))
     if origin is not None and not origin_allowed(origin):
         raise AppError("FORBIDDEN", f"origin {origin!r} is not allowed")
     raw = scope_token(scope, allow_query=True)
+    acting = scope_acting(scope)
     if raw is not None:
-        agent, token = token_authenticate(raw)
+        agent, token = token_authenticate(raw, acting=acting)
         return agent.name, token.pk
     user = scope.get("user")
     if user is not None and user.is_authenticated:
+        if acting is not None:
+            raise AppError(
+                "ACTING_AS_FORBIDDEN", f"{ACTING_HEADER} acts for a token, not a browser session"
+            )
         if origin is None or not origin_is_site(scope, origin):
             raise AppError("FORBIDDEN", "a signed-in browser must connect from this site's origin")
         linked = Agent.objects.filter(user=user).first()

@@ -39,8 +39,13 @@ class BearerTokenAuthentication(BaseAuthentication):
             return None  # the permission check answers AUTH_REQUIRED
         # A view that writes the registry itself (register, heartbeat, idle) is no implicit
         # heartbeat: a new session registering must see whether the old one went silent.
+        # AgentChat-As (identity.services.ACTING_HEADER): the sub-agent the token acts as.
         view = (getattr(request, "parser_context", None) or {}).get("view")
-        return token_authenticate(raw, heartbeat=getattr(view, "implicit_heartbeat", True))
+        return token_authenticate(
+            raw,
+            heartbeat=getattr(view, "implicit_heartbeat", True),
+            acting=request.META.get("HTTP_AGENTCHAT_AS"),
+        )
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="agentchat"'

@@ -18,6 +18,14 @@ from agentchat.core.models import Agent, ApiToken, Registration, token_digest, t
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
+from agentchat.relevance import is_subagent
+
+# The request header that names the sub-agent a token acts as (docs/signals.md): the token's
+# agent may act as any name under it with a dot, which needs no token of its own.
+ACTING_HEADER = "AgentChat-As"
+# Sub-agents one agent may have (each made by a first request acting as it): a token cannot
+# fill the agents table. Checked when one is made, so concurrent first uses may pass it by a few.
+SUBAGENTS_MAX = 256
 
 
 @write_atomic()
@@ -128,10 +136,45 @@ _TOKEN_WITH_AGENT = RowSelect(
 TOKEN_TOUCH_SECONDS = 60
 
 
-def token_authenticate(raw: str | None, *, heartbeat: bool = True) -> tuple[Agent, ApiToken]:
+def agent_acting(agent: Agent, name: str | None) -> Agent:
+    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
+    is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
+    ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use with the
+    parent's kind (at most SUBAGENTS_MAX of them). A sub-agent's token never acts as its
+    parent, nor any token as a sibling. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
+    SUBAGENTS_TOO_MANY."""
+    if name is None or name == agent.name:
+        return agent
+    check_agent_name(name, field=ACTING_HEADER)
+    if not is_subagent(name, agent.name):
+        raise AppError(
+            "ACTING_AS_FORBIDDEN",
+            f"the token belongs to {agent.name!r}: it may act as {agent.name!r} or a sub-agent "
+            f"of it ({agent.name}.<name>), not as {name!r}",
+            detail={"as": name, "agent": agent.name},
+        )
+    existing = Agent.objects.filter(name=name).first()
+    if existing is not None:
+        return existing
+    with write_atomic():
+        if Agent.objects.filter(name__startswith=agent.name + ".").count() >= SUBAGENTS_MAX:
+            raise AppError(
+                "SUBAGENTS_TOO_MANY",
+                f"{agent.name!r} has {SUBAGENTS_MAX} sub-agents, as many as an agent may",
+                detail={"as": name, "agent": agent.name, "max": SUBAGENTS_MAX},
+            )
+        sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": agent.kind})
+    return sub
+
+
+def token_authenticate(
+    raw: str | None, *, heartbeat: bool = True, acting: str | None = None
+) -> tuple[Agent, ApiToken]:
     """Resolve a bearer token, and (``heartbeat``) count the request as its agent's heartbeat
     (``registry.heartbeat_due``): at most one write per agent per AGENTCHAT_HEARTBEAT_SECONDS,
-    none between. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
+    none between; with ``acting`` (the AgentChat-As header), the sub-agent of the token's agent
+    the request acts as (``agent_acting``), with the token it came with. Raises AUTH_REQUIRED
+    (none given), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
@@ -161,4 +204,4 @@ def token_authenticate(raw: str | None, *, heartbeat: bool = True) -> tuple[Agen
             if touch:
                 ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
                 Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
-    return token.agent, token
+    return agent_acting(token.agent, acting), token

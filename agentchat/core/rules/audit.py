@@ -3,9 +3,10 @@
 Every audit message is posted through ``channels_app.services.audit_post``, which refuses an
 event that is not named here, so this list is every status the server's audit trail uses (the
 task and lease events of tasks_app, the path-lock events of locks_app, channels_app's
-``channel.updated`` and the state's ``state.compacted``). A message posted by a client may not
-take one of them (``STATUS_RESERVED``): a reader of the channel, the reference CLI's readers and
-the state summary among them, would take it for the server's record of a change.
+``channel.updated`` and whiteboard writes, and the state's ``state.compacted``). A message
+posted by a client may not take one of them (``STATUS_RESERVED``): a reader of the channel, the
+reference CLI's readers and the state summary among them, would take it for the server's record
+of a change.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ AUDIT_STATUSES: tuple[str, ...] = (
     "channel.updated",
     # agentchat.state: a stored summary
     "state.compacted",
+    # channels_app: the whiteboard (EP-0118)
+    "whiteboard.written",
+    "whiteboard.deleted",
 )
 RESERVED = frozenset(AUDIT_STATUSES)
 

@@ -69,6 +69,18 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         429,
         "the agent's post budget (AGENTCHAT_POST_RATE) is spent; retry after Retry-After seconds",
     ),
+    (
+        "ACTING_AS_FORBIDDEN",
+        403,
+        "the AgentChat-As header names neither the token's agent nor one of its sub-agents "
+        "(a name under it with a dot; a sub-agent may not act as its parent), or came with a "
+        "browser session",
+    ),
+    (
+        "SUBAGENTS_TOO_MANY",
+        409,
+        "the token's agent has as many sub-agents (256) as it may: AgentChat-As names a new one",
+    ),
     # --- the request itself
     ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
     ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),
@@ -116,6 +128,27 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("CHANNEL_NOT_MAINTAINER", 403, "the channel names a maintainer: only they change it"),
     ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
     ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
+    # --- EP-0118 signals and the whiteboard
+    (
+        "SIGNAL_INVALID_TYPE",
+        400,
+        "a signal type that is not inform, query, delegate, ack, warn, sleep_event or "
+        "sleep_request",
+    ),
+    ("SIGNAL_NOT_FOUND", 404, "an acknowledged id names no signal of the channel"),
+    (
+        "SIGNAL_NOT_ADDRESSED",
+        403,
+        "an acknowledged signal is not addressed to the caller (nor to a sub-agent of it), or "
+        "is its own",
+    ),
+    ("INVALID_KEY", 400, "a whiteboard key breaks [A-Za-z0-9][A-Za-z0-9._-]*, at most 128"),
+    ("KEY_NOT_FOUND", 404, "no whiteboard entry of that key in the channel"),
+    (
+        "WHITEBOARD_FULL",
+        409,
+        "the channel's whiteboard holds as many keys (256) or value bytes (1 MiB) as it may",
+    ),
     # --- tasks (the reference's TASK_* codes)
     ("TASK_NOT_FOUND", 404, "no such task in the channel"),
     ("TASK_ALREADY_EXISTS", 409, "a task with that id exists (ids are unique ignoring case)"),
