@@ -8,8 +8,8 @@ import pytest
 from agentchat.core.identity.services import agent_get_or_create
 from agentchat.core.models import Agent, RateBucket
 from agentchat.core.rules.errors import AppError
-from channels_app.models import Message
 from channels_app.events import event_request_parse
+from channels_app.models import Message
 from channels_app.services import channel_create, event_post, message_post
 from tasks_app import services as tasks
 from tests.errors import error_code
