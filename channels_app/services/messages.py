@@ -24,6 +24,7 @@ from agentchat.core.rules.validation import json_value_check, text_check
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
 from channels_app.records import message_json_size, message_to_dict
+from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import channel_group
 from channels_app.services.limits import (
     BROADCAST_WORDS,
@@ -123,6 +124,7 @@ def message_post(
     access_change: bool = False,
     ts: datetime | None = None,
     sender_kind: str | None = None,
+    envelope: bool = False,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
@@ -143,9 +145,12 @@ def message_post(
     A status of the server's audit messages (``agentchat.core.rules.audit``) belongs to
     ``audit_post`` only: a client's message so labelled would read as the server's record.
 
+    A direct channel (``services.direct``) takes only the messages of HTTP v1 envelopes
+    (``envelope=True``, from ``services.envelopes``).
+
     The sender's presence row (its last activity) is written in the same transaction.
     Raises INVALID_NAME, INVALID_VALUE, STATUS_RESERVED, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND,
-    ID_CONFLICT.
+    ID_CONFLICT, CHANNEL_DIRECT.
 
     In steps: validate and normalize (``_message_validate``), return the first message of a
     retry (``_existing_or_conflict``), check ``reply_to``, insert under the next seq
@@ -164,6 +169,8 @@ def message_post(
         content_type=content_type,
         metadata=metadata,
     )
+    if not envelope:
+        direct_channel_refuse(channel, "posts, events or audit messages of its own")
     if message_id is not None and (
         existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
     ):

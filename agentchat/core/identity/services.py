@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hmac
 from typing import Any, cast
 
+from django.conf import settings
 from django.utils import timezone
 
 from agentchat.core.db.rows import RowSelect
@@ -59,13 +61,27 @@ _TOKEN_WITH_AGENT = RowSelect(
 )
 
 
+def _is_admin_digest(digest: str) -> bool:
+    """Whether ``digest`` is the admin token's (AGENT_CHAT_ADMIN_TOKEN), compared in constant
+    time: digests of equal length, whatever was sent."""
+    admin = settings.AGENTCHAT_ADMIN_TOKEN
+    return bool(admin) and hmac.compare_digest(digest, token_digest(admin))
+
+
 def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
-    """Resolve a bearer token. Raises AUTH_REQUIRED (none given) or AUTH_INVALID."""
+    """Resolve a bearer token. Raises AUTH_REQUIRED (none given), ADMIN_TOKEN_NOT_ALLOWED (the
+    admin monitor's token: only ``admin_token_authenticate`` takes it) or AUTH_INVALID."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
         )
-    row = _TOKEN_WITH_AGENT.first([token_digest(raw)])
+    digest = token_digest(raw)
+    if _is_admin_digest(digest):
+        raise AppError(
+            "ADMIN_TOKEN_NOT_ALLOWED",
+            "the admin token is for the admin monitor (GET /v1/monitor) only: use an agent's token",
+        )
+    row = _TOKEN_WITH_AGENT.first([digest])
     if row is None:
         raise AppError("AUTH_INVALID", "the token is unknown or revoked")
     # One instance per model of the select, in its order.
@@ -78,3 +94,21 @@ def token_authenticate(raw: str | None) -> tuple[Agent, ApiToken]:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
     return token.agent, token
+
+
+def admin_token_authenticate(raw: str | None) -> None:
+    """Accept the admin monitor's token (AGENT_CHAT_ADMIN_TOKEN) and nothing else, compared in
+    constant time. Raises MONITOR_DISABLED (the server has none), AUTH_REQUIRED (no token sent)
+    or ADMIN_TOKEN_REQUIRED (any other token: an agent's token never reads every inbox)."""
+    if not settings.AGENTCHAT_ADMIN_TOKEN:
+        raise AppError(
+            "MONITOR_DISABLED", "the admin monitor is disabled: the server has no admin token"
+        )
+    if not raw:
+        raise AppError(
+            "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <admin token>"
+        )
+    if not _is_admin_digest(token_digest(raw)):
+        raise AppError(
+            "ADMIN_TOKEN_REQUIRED", "the admin monitor takes the server's admin token only"
+        )
