@@ -5,7 +5,8 @@ whatever else shows an envelope spell it here, from the rows that hold it.
 An envelope is stored as a ``Message`` of the direct channel of its pair (``services.direct``)
 plus its ``Delivery`` (the recipient's inbox seq, the envelope id, its kind); it is rebuilt from
 the two, so there is one copy of its text and data. Spellings: ``created_at`` and a delivery's
-``timestamp`` are RFC 3339 in UTC with ``Z``, to the millisecond (``2026-07-19T12:00:00.123Z``).
+``timestamp`` are RFC 3339 in UTC with ``Z``, to the microsecond (``2026-07-19T12:00:00.123456Z``:
+the monitor orders by the timestamp as stored, so a client sees the order it is told).
 
 The document's S2 record headers (``agent-chat-kind``, ``agent-chat-id``, ...) have no HTTP
 counterpart here: the same values are the envelope's fields (``kind``, ``id``, ``from``, ``to``).
@@ -281,8 +282,8 @@ def request_digest(fields: dict[str, Any]) -> str:
 
 
 def rfc3339(value: datetime) -> str:
-    """``2026-07-19T12:00:00.123Z``: UTC, to the millisecond."""
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``2026-07-19T12:00:00.123456Z``: UTC, to the microsecond."""
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def envelope_title(kind: str, *, text: str | None, data: Any, content_type: str | None) -> str:
@@ -308,7 +309,9 @@ def envelope_to_dict(delivery: Delivery, message: Message) -> dict[str, Any]:
         "id": delivery.envelope_id,
         "kind": delivery.kind,
         "from": message.sender,
-        "to": message.to[0],
+        # The delivery's (the message's ``to`` is [] for an agent named ``all``: in a direct
+        # channel a broadcast reaches the other of the pair all the same).
+        "to": delivery.recipient.name,
         "conversation_id": message.conversation_id or None,
         "correlation_id": message.correlation_id or None,
         "created_at": rfc3339(message.ts),
@@ -355,8 +358,8 @@ def _cursor_error(message: str) -> AppError:
 
 def inbox_cursor_parse(raw: str | None, *, field: str = "cursor") -> int | None:
     """An inbox cursor (``cursor=`` or ``Last-Event-ID``): ASCII digits, at most 18 of them;
-    None when absent. Raises INVALID_CURSOR."""
-    if raw is None:
+    None when absent or empty. Raises INVALID_CURSOR."""
+    if not raw:
         return None
     if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_INT_DIGITS):
         raise AppError(

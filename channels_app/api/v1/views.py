@@ -99,9 +99,9 @@ def limit_of(request: Request) -> int:
 
 def cursor_text(request: Request) -> tuple[str | None, str]:
     """The cursor as sent, and where: ``cursor=`` wins over ``Last-Event-ID`` (an empty one
-    counts as none)."""
+    counts as none, as every empty query parameter does)."""
     raw = request.query_params.get("cursor")
-    if raw is not None:
+    if raw:
         return raw, "cursor"
     header = request.META.get("HTTP_LAST_EVENT_ID")
     return (header or None), "Last-Event-ID"
