@@ -17,8 +17,8 @@ from agentchat.core.db import transactions as core_db
 from agentchat.core.models import Agent
 from channels_app import inbox as inbox_reads
 from channels_app.models import Channel, ContactEvent, Delivery
-from channels_app.services import envelopes as envelope_services
 from channels_app.services import envelope_send
+from channels_app.services import envelopes as envelope_services
 from tests.conftest import auth
 from tests.signals import wait_until
 
