@@ -59,13 +59,20 @@ ENDPOINT_MAX = 2048
 PUBLIC_KEY_MAX = 4096
 CAPABILITIES_MAX = 64
 CAPABILITY_MAX = 128
+# An endpoint: an http or https URL with a host (the schema's ``ENDPOINT_PATTERN``).
+ENDPOINT_RE = re.compile(r"https?://[^\x00-\x20\x7f-\x9f\u2028\u2029/]")
+ENDPOINT_PATTERN = (
+    r"^https?://[^\x00-\x20\x7f-\x9f\u2028\u2029/][^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+)
 CARD_FIELDS = ("id", "display_name", "endpoint", "capabilities", "public_key", "labels")
 
 # Inbox pages: ``limit`` 1-1000, 100 by default (the document's example).
 INBOX_LIMIT_DEFAULT = 100
 INBOX_LIMIT_MAX = 1000
-# A monitor cursor's text: about 20 bytes per inbox that has deliveries.
-MONITOR_CURSOR_MAX = 256 * 1024
+# A monitor cursor's text: about 4/3 of (the inbox's name + 6) bytes per inbox that has
+# deliveries. It travels in a URL or a Last-Event-ID header, which the server (daphne on
+# Twisted) takes up to 16 KiB a line: 12 KiB is some 500 inboxes of 10-character names.
+MONITOR_CURSOR_MAX = 12 * 1024
 MONITOR_CURSOR_VERSION = 1
 
 TITLE_CHARS = 120
@@ -145,7 +152,11 @@ def string_map_check(value: object, *, field: str) -> dict[str, str]:
             detail={"field": field, "max_entries": MAP_ENTRIES_MAX},
         )
     for key, item in value.items():
-        text_check(key, field=field, single_line=True, allow_empty=False)
+        if key == "":
+            raise AppError(
+                "INVALID_VALUE", f"{field}: a key is empty", detail={"field": field, "key": ""}
+            )
+        text_check(key, field=field, single_line=True)
         if _utf8_len(key) > MAP_KEY_BYTES:
             raise AppError(
                 "INVALID_VALUE",
@@ -220,7 +231,7 @@ def contact_card_check(card: object) -> dict[str, Any]:
         raise AppError("MISSING_FIELD", "id: a card names its contact", detail={"field": "id"})
     check_agent_name(card["id"], field="id")
     endpoint = _card_line(card, "endpoint", ENDPOINT_MAX)
-    if endpoint is not None and not re.match(r"https?://[^\s/]", endpoint):
+    if endpoint is not None and not ENDPOINT_RE.match(endpoint):
         raise AppError(
             "INVALID_VALUE", "endpoint must be an http or https URL", detail={"field": "endpoint"}
         )

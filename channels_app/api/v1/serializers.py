@@ -27,7 +27,11 @@ STRING_MAP = {
     "type": "object",
     "nullable": True,
     "maxProperties": records.MAP_ENTRIES_MAX,
-    "additionalProperties": {"type": "string", "pattern": openapi.TEXT_PATTERN},
+    "additionalProperties": {
+        "type": "string",
+        "pattern": openapi.TEXT_PATTERN,
+        "maxLength": records.MAP_VALUE_BYTES,
+    },
     "description": f"at most {records.MAP_ENTRIES_MAX} entries: keys one line of 1-"
     f"{records.MAP_KEY_BYTES} bytes, values strings of at most {records.MAP_VALUE_BYTES} bytes "
     "(UTF-8)",
@@ -108,7 +112,7 @@ class ContactCardInput(StrictSerializer):
     endpoint = _optional_line(
         {
             **openapi.one_line(max_length=records.ENDPOINT_MAX, non_blank=True),
-            "pattern": r"^https?://[^\s/][^\x00-\x1f\x7f-\x9f\u2028\u2029]*$",
+            "pattern": records.ENDPOINT_PATTERN,
             "nullable": True,
         }
     )

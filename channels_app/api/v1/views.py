@@ -56,13 +56,18 @@ LIMIT = OpenApiParameter(
     description="at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
     "JSON (always at least one): `next_cursor` below `tail` says more is there",
 )
-SEQ_CURSOR = OpenApiParameter("cursor", {"type": "integer", "minimum": 0}, description=CURSOR_HELP)
+SEQ_CURSOR = OpenApiParameter("cursor", openapi.seq(), description=CURSOR_HELP)
 LAST_EVENT_ID = OpenApiParameter(
     "Last-Event-ID",
-    {"type": "string"},
+    {"type": "string", "pattern": r"^[0-9]{0,18}$"},
     location=OpenApiParameter.HEADER,
     description="the cursor, when the query names none (an SSE reconnect sends it)",
 )
+MONITOR_CURSOR = {
+    "type": "string",
+    "pattern": r"^[A-Za-z0-9_-]*={0,2}$",
+    "maxLength": envelopes.MONITOR_CURSOR_MAX,
+}
 
 
 def owner_of(request: AgentRequest, agent_id: str) -> Agent:
@@ -341,12 +346,18 @@ class MonitorApi(APIView):
     @query_parameters(
         OpenApiParameter(
             "cursor",
-            {"type": "string", "maxLength": envelopes.MONITOR_CURSOR_MAX},
+            MONITOR_CURSOR,
             description="a `next_cursor` (or a delivery's `cursor`), unchanged; every inbox "
-            "from 0 when omitted and no `Last-Event-ID` is sent",
+            "from 0 when omitted and no `Last-Event-ID` is sent (400 INVALID_CURSOR for "
+            "anything else)",
         ),
         LIMIT,
-        LAST_EVENT_ID,
+        OpenApiParameter(
+            "Last-Event-ID",
+            MONITOR_CURSOR,
+            location=OpenApiParameter.HEADER,
+            description="the cursor, when the query names none (an SSE reconnect sends it)",
+        ),
     )
     def get(self, request: Request) -> HttpResponse:
         raw, field = cursor_text(request)
