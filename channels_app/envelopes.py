@@ -266,14 +266,14 @@ def contact_card_check(card: object) -> dict[str, Any]:
     }
 
 
-def receipt_status_check(value: object) -> str:
+def receipt_status_check(value: str) -> str:
     if value not in RECEIPT_STATUSES:
         raise AppError(
             "INVALID_VALUE",
             f"status must be one of {', '.join(RECEIPT_STATUSES)}",
             detail={"field": "status", "allowed": list(RECEIPT_STATUSES)},
         )
-    return value  # type: ignore[return-value]
+    return value
 
 
 def detail_check(value: object) -> str | None:

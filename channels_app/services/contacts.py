@@ -106,9 +106,11 @@ def contact_share_accept(*, owner: Agent, message_id: str) -> tuple[ContactEvent
             first = accepted.first()
             if first is not None:
                 raise _Undo(first)
+            shared = share.message.data
+            assert isinstance(shared, dict)  # a share's data is {"contact": card}
             event, _ = _upsert(
                 owner,
-                share.message.data["contact"],
+                shared["contact"],
                 seq,
                 source=ContactEvent.Source.SHARE,
                 share=share,

@@ -106,6 +106,8 @@ def test_unknown_query_parameters_are_refused(bob):
     assert (r.status_code, error_code(r)) == (400, "UNKNOWN_FIELD")
     # live follow is not served here (yet): a JSON replay takes no follow
     assert error_code(inbox(bob, query="?follow=true")) == "UNKNOWN_FIELD"
+    r = inbox(bob, HTTP_ACCEPT="text/event-stream")
+    assert (r.status_code, error_code(r)) == (406, "NOT_ACCEPTABLE")
 
 
 def test_only_the_owner_reads_an_inbox(alice, bob, carol):
