@@ -296,7 +296,10 @@ class Delivery(models.Model):
         CONTACT_SHARE = "contact.share", "contact.share"
         RECEIPT = "receipt", "receipt"
 
-    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="delivery")
+    # One delivery per message: the message is its key (and the monitor loads by it).
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, primary_key=True, related_name="delivery"
+    )
     recipient = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="deliveries")
     seq = models.BigIntegerField()
     sender = models.CharField(max_length=64)
@@ -307,7 +310,8 @@ class Delivery(models.Model):
     request_digest = models.CharField(max_length=64)
 
     class Meta:
-        ordering = ["recipient_id", "seq"]
+        # No default ordering: a lookup by (sender, id) or (recipient, id) must use its own
+        # index, not walk an inbox in seq order (SQLite picked that for an ORDER BY seq).
         constraints = [
             models.UniqueConstraint(fields=["recipient", "seq"], name="delivery_inbox_seq"),
             models.UniqueConstraint(fields=["sender", "envelope_id"], name="delivery_sender_id"),

@@ -63,13 +63,14 @@ def monitor_tails() -> dict[str, tuple[int, int]]:
 
 
 class _Heads:
-    """One inbox's next deliveries as (pk, seq, timestamp, size), read a batch at a time."""
+    """One inbox's next deliveries as (pk: the message id, seq, timestamp, size), read a batch
+    at a time."""
 
     def __init__(self, agent_id: int, start: int, tail: int) -> None:
         self.agent_id, self.next, self.tail = agent_id, start, tail
-        self.rows: list[tuple[int, int, datetime, int]] = []
+        self.rows: list[tuple[str, int, datetime, int]] = []
 
-    def peek(self) -> tuple[int, int, datetime, int] | None:
+    def peek(self) -> tuple[str, int, datetime, int] | None:
         if not self.rows and self.next < self.tail:
             self.rows = list(
                 Delivery.objects.filter(
@@ -116,7 +117,7 @@ def monitor_page(
             if head is not None:
                 queue.append((head[2], name, head[1]))
     heapq.heapify(queue)
-    chosen: list[tuple[str, int]] = []  # (inbox, delivery pk) in presentation order
+    chosen: list[tuple[str, str]] = []  # (inbox, delivery pk) in presentation order
     planned = 0
     # Each delivery carries the vector after it: at most the given one plus a position for
     # each inbox read here.

@@ -69,7 +69,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Delivery',
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('message', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='delivery', serialize=False, to='channels_app.message')),
                 ('seq', models.BigIntegerField()),
                 ('sender', models.CharField(max_length=64)),
                 ('envelope_id', models.CharField(max_length=128)),
@@ -77,11 +77,9 @@ class Migration(migrations.Migration):
                 ('has_text', models.BooleanField(default=False)),
                 ('delivered_at', models.DateTimeField()),
                 ('request_digest', models.CharField(max_length=64)),
-                ('message', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='delivery', to='channels_app.message')),
                 ('recipient', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='core.agent')),
             ],
             options={
-                'ordering': ['recipient_id', 'seq'],
                 'indexes': [models.Index(fields=['recipient', 'envelope_id'], name='delivery_received_id')],
                 'constraints': [models.UniqueConstraint(fields=('recipient', 'seq'), name='delivery_inbox_seq'), models.UniqueConstraint(fields=('sender', 'envelope_id'), name='delivery_sender_id'), models.CheckConstraint(condition=models.Q(('seq__gte', 0)), name='delivery_seq_gte_0')],
             },

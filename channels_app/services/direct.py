@@ -16,9 +16,11 @@ changes nothing but the name the pair gets.
 from __future__ import annotations
 
 import hashlib
+from typing import cast
 
 from django.db import IntegrityError, transaction
 
+from agentchat.core.db.rows import RowSelect
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import CHANNEL_NAME_MAX, channel_name_problem, is_record_id
@@ -45,8 +47,13 @@ def direct_channel_names(a: str, b: str) -> list[str]:
     return names
 
 
+# Every envelope looks its pair's channel up (RowSelect spares it the queryset compiler).
+_BY_PAIR = RowSelect((Channel, "c"), from_="{Channel} c", where="c.direct_pair = %s")
+
+
 def direct_channel_get(a: str, b: str) -> Channel | None:
-    return Channel.objects.filter(direct_pair=direct_pair_key(a, b)).first()
+    row = _BY_PAIR.first([direct_pair_key(a, b)])
+    return None if row is None else cast(Channel, row[0])
 
 
 def direct_channel_for(a: str, b: str) -> Channel:
@@ -54,7 +61,7 @@ def direct_channel_for(a: str, b: str) -> Channel:
     caller's transaction. Two first envelopes at once make one channel: the second insert
     waits on the unique pair and then finds the first's."""
     pair = direct_pair_key(a, b)
-    found = Channel.objects.filter(direct_pair=pair).first()
+    found = direct_channel_get(a, b)
     if found is not None:
         return found
     members = sorted({a, b})

@@ -16,10 +16,11 @@ row, then finds it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 
+from agentchat.core.db.rows import RowSelect, row_insert
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
@@ -50,31 +51,44 @@ class Sent:
         return records.envelope_to_dict(self.delivery, self.message)
 
 
+# Every envelope looks its recipient up (RowSelect spares it the queryset compiler).
+_AGENT_BY_NAME = RowSelect((Agent, "a"), from_="{Agent} a", where="a.name = %s")
+
+
 def _recipient(to: object) -> Agent:
     name = check_agent_name(to, field="to")
-    agent = Agent.objects.filter(name=name).first()
-    if agent is None:
+    row = _AGENT_BY_NAME.first([name])
+    if row is None:
         raise AppError("AGENT_NOT_FOUND", f"no agent {name!r}", detail={"to": name})
-    return agent
+    return cast(Agent, row[0])
+
+
+# A retry's lookup, on the hot path of every send with a caller's id.
+_SENT_BY_ID = RowSelect(
+    (Delivery, "d"),
+    (Message, "m"),
+    (Agent, "a"),
+    from_="{Delivery} d JOIN {Message} m ON m.id = d.message_id "
+    "JOIN {Agent} a ON a.id = d.recipient_id",
+    where="d.sender = %s AND d.envelope_id = %s",
+)
 
 
 def _existing(sender: str, envelope_id: str, digest: str) -> Sent | None:
     """The sender's envelope of this id: the same content returns it, other content is
     ID_CONFLICT."""
-    found = (
-        Delivery.objects.select_related("message", "recipient")
-        .filter(sender=sender, envelope_id=envelope_id)
-        .first()
-    )
-    if found is None:
+    row = _SENT_BY_ID.first([sender, envelope_id])
+    if row is None:
         return None
+    found, message, recipient = cast(tuple[Delivery, Message, Agent], row)
     if found.request_digest != digest:
         raise AppError(
             "ID_CONFLICT",
             f"envelope id {envelope_id!r} was used by {sender} for another envelope",
             detail={"id": envelope_id},
         )
-    return Sent(found, found.message, created=False)
+    found.message, found.recipient = message, recipient
+    return Sent(found, message, created=False)
 
 
 def _deliver(
@@ -97,7 +111,9 @@ def _deliver(
         return found
     channel = direct_channel_for(sender.name, recipient.name)
     try:
-        with transaction.atomic():  # a concurrent retry's unique row undoes all of it
+        # A savepoint for a caller's id only: a concurrent retry's unique row undoes it all (a
+        # generated id meets no such row).
+        with transaction.atomic(savepoint=envelope_id is not None):
             message, _ = message_post(
                 channel=channel,
                 sender=sender.name,
@@ -115,16 +131,18 @@ def _deliver(
                 envelope=True,
             )
             seq, delivered_at = inbox_seq_take(recipient.pk, message.ts)
-            delivery = Delivery.objects.create(
-                message=message,
-                recipient=recipient,
-                seq=seq,
-                sender=sender.name,
-                envelope_id=envelope_id or message.id,
-                kind=kind,
-                has_text=text is not None,
-                delivered_at=delivered_at,
-                request_digest=digest,
+            delivery = row_insert(
+                Delivery(
+                    message=message,
+                    recipient=recipient,
+                    seq=seq,
+                    sender=sender.name,
+                    envelope_id=envelope_id or message.id,
+                    kind=kind,
+                    has_text=text is not None,
+                    delivered_at=delivered_at,
+                    request_digest=digest,
+                )
             )
     except IntegrityError:
         if envelope_id is None or not (found := _existing(sender.name, envelope_id, digest)):
