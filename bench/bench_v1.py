@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_v1.py [--each 150] [--database-url postgres://…]
 
-Sections, each on the same server (a throwaway SQLite file unless ``--database-url``):
+Sections, each on the same server (a throwaway SQLite file unless ``--database-url`` names an
+empty database of its own, which is migrated and left filled):
 
 - channel posts: 8 clients posting to one channel (the channel's counter row is shared);
 - envelopes to one inbox: 8 senders to ``bob`` (each pair its direct channel; bob's inbox

@@ -1,4 +1,5 @@
-"""The API lane: ``/api/`` requests go straight from ASGI to their DRF view.
+"""The API lane: ``/api/`` and HTTP v1's ``/v1/`` requests go straight from ASGI to their DRF
+view.
 
 Through Django's ASGI handler every request starts threads of its own, walks the browser
 middleware (sessions, CSRF, messages, static files) with a thread hand-off around each sync

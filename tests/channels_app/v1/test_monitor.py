@@ -205,3 +205,9 @@ def test_the_monitor_page_keeps_the_byte_budget(admin, alice, bob, settings):
 def test_monitor_limit_is_1_to_1000(admin, bad):
     assert error_code(monitor(admin, f"?limit={bad}")) == "INVALID_VALUE"
     assert error_code(monitor(admin, "?follow=true")) == "UNKNOWN_FIELD"
+
+
+def test_the_live_endpoints_refuse_the_admin_token_too(admin, alice):
+    alice.post("/api/v1/channels/", {"name": "review"}, format="json")
+    r = admin.get("/api/v1/channels/review/wait/?timeout=0")
+    assert (r.status_code, error_code(r)) == (403, "ADMIN_TOKEN_NOT_ALLOWED")
