@@ -37,7 +37,7 @@ from channels_app.services import (
 )
 
 INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE")
-SEND_CODES = (*INPUT_CODES, "INVALID_NAME", "FORBIDDEN", "AGENT_NOT_FOUND")
+SEND_CODES = (*INPUT_CODES, "FIELD_TOO_LARGE", "INVALID_NAME", "FORBIDDEN", "AGENT_NOT_FOUND")
 TAGS = ["v1"]
 
 CURSOR_HELP = (
@@ -129,7 +129,6 @@ class EnvelopeSendApi(APIView):
         extensions=raises(
             *SEND_CODES,
             "SENDER_MISMATCH",
-            "FIELD_TOO_LARGE",
             "INVISIBLE_CHARACTER",
             "ID_CONFLICT",
         ),
@@ -235,7 +234,9 @@ class ContactApi(APIView):
         tags=TAGS,
         request=s.ContactCardInput,
         responses={201: s.ContactCardOutput, 200: s.ContactCardOutput},
-        extensions=raises(*INPUT_CODES, "FORBIDDEN", "INVALID_NAME", "INVISIBLE_CHARACTER"),
+        extensions=raises(
+            *INPUT_CODES, "FIELD_TOO_LARGE", "FORBIDDEN", "INVALID_NAME", "INVISIBLE_CHARACTER"
+        ),
         summary="Save a portable contact card in the caller's address book",
         description="The card's `id` must be the path's contact id. 201 when the contact is "
         "new, 200 when it replaced a card (each change is a `contact.upsert` event of the "

@@ -304,3 +304,15 @@ def test_the_address_book_replays_its_upserts(alice, bob):
     assert [e["seq_num"] for e in page["events"]] == [2]
     assert error_code(bob.get("/v1/agents/bob/address-book?cursor=4")) == "INVALID_CURSOR"
     assert alice.get("/v1/agents/alice/address-book").json()["tail"] == 1
+
+
+def test_an_oversized_string_anywhere_is_field_too_large(alice, bob):
+    big = "x" * (512 * 1024 + 1)
+    original = send(alice, "alice", "bob")
+    r = receipt(bob, "bob", {"message_id": original["id"], "status": "read", "detail": big})
+    assert (r.status_code, error_code(r)) == (413, "FIELD_TOO_LARGE")
+    assert error_code(put(alice, "alice", "carol", {"id": "carol", "public_key": big})) == (
+        "FIELD_TOO_LARGE"
+    )
+    r = share(alice, "alice", {"to": "bob", "contact_id": "carol", "conversation_id": big})
+    assert error_code(r) == "FIELD_TOO_LARGE"
