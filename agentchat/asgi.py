@@ -26,12 +26,12 @@ from channels_app import routing as channels_routing  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
-        # The wait long-poll, then the token API straight to its views, then Django (the admin,
-        # pages, static files) with its middleware.
+        # The wait long-poll, then the token APIs (/api/ and HTTP v1's /v1/) straight to their
+        # views, then Django (the admin, pages, static files) with its middleware.
         "http": URLRouter(
             [
                 *channels_routing.http_urlpatterns,
-                re_path(r"^api/", ApiLane()),
+                re_path(r"^(?:api|v1)/", ApiLane()),
                 re_path(r"", django_asgi_app),
             ]
         ),

@@ -18,8 +18,12 @@ EXIT_USAGE = 2  # the reference's family of TASK_/LEASE_/EVENT_ codes and argume
 EXIT_CLAIM_LOST = 3
 EXIT_INTERRUPTED = 130
 
-# Codes whose family is not their prefix's: argument errors of a seq or a wait's timeout.
-EXIT_OVERRIDES: dict[str, int] = {"INVALID_SEQ": EXIT_USAGE, "INVALID_TIMEOUT": EXIT_USAGE}
+# Codes whose family is not their prefix's: argument errors of a seq, a wait's timeout, a cursor.
+EXIT_OVERRIDES: dict[str, int] = {
+    "INVALID_SEQ": EXIT_USAGE,
+    "INVALID_TIMEOUT": EXIT_USAGE,
+    "INVALID_CURSOR": EXIT_USAGE,
+}
 
 
 def exit_family(code: str) -> int:

@@ -274,6 +274,15 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"AGENTCHAT_POST_RATE: {exc}") from None
 
+# --- HTTP v1 (/v1/: direct messages, inboxes, the admin monitor) ----------------------------
+# The admin monitor's bearer token (the HTTP v1 document's name, AGENT_CHAT_ADMIN_TOKEN): unset
+# or empty, GET /v1/monitor answers 404 MONITOR_DISABLED. Set, the monitor takes it and nothing
+# else, and every other endpoint refuses it (403 ADMIN_TOKEN_NOT_ALLOWED). It is compared in
+# constant time and never logged; at least 16 characters, so that a placeholder is no token.
+AGENTCHAT_ADMIN_TOKEN = os.environ.get("AGENT_CHAT_ADMIN_TOKEN", "").strip()
+if AGENTCHAT_ADMIN_TOKEN and len(AGENTCHAT_ADMIN_TOKEN) < 16:
+    raise ImproperlyConfigured("AGENT_CHAT_ADMIN_TOKEN must be at least 16 characters")
+
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["agentchat.core.identity.auth.BearerTokenAuthentication"],
@@ -299,11 +308,20 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # What operations' tags start after: /api/v1/ and HTTP v1's /v1/ (a tag per first segment).
+    "SCHEMA_PATH_PREFIX": r"/(?:api/)?v1/",
     "APPEND_PATHS": {},  # filled in by agentchat.core.apps (the wait endpoint)
     "APPEND_COMPONENTS": {},
     # The one choice set of clear_owner / clear_branch in a task update (only true clears), and
-    # one name for the agent kinds (a message's sender_kind, GET /me/'s kind).
-    "ENUM_NAME_OVERRIDES": {"ClearFlagEnum": [(True, True)], "AgentKindEnum": ["agent", "human"]},
+    # one name for the agent kinds (a message's sender_kind, GET /me/'s kind); HTTP v1's receipt
+    # statuses and envelope kinds (channels_app.envelopes).
+    "ENUM_NAME_OVERRIDES": {
+        "ClearFlagEnum": [(True, True)],
+        "AgentKindEnum": ["agent", "human"],
+        "ReceiptStatusEnum": ["delivered", "processed", "read", "rejected"],
+        "StatusEnum": "tasks_app.selectors.STATUSES",  # the tasks' keep the plain name
+        "EnvelopeKindEnum": ["message", "contact.share", "receipt"],
+    },
     # Every operation's error responses from the one error table (agentchat.core.http.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -37,16 +37,18 @@ urlpatterns = [
     path("", include("agentchat.dashboard.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
+    # HTTP v1 (the Agent Chat protocol v1 document): direct messages, inboxes, the monitor.
+    path("v1/", include("channels_app.api.v1.urls")),
 ]
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if request.path.startswith("/api/"):
+    if request.path.startswith(("/api/", "/v1/")):
         return error_http_response(AppError("NOT_FOUND", f"no API route {request.path}"))
     return views.not_found(request)
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/api/"):
+    if request.path.startswith(("/api/", "/v1/")):
         return error_http_response(internal_error())
     return HttpResponse("Internal server error", status=500, content_type="text/plain")

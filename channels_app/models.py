@@ -1,5 +1,6 @@
-"""Channels, messages, read cursors, marker claims (SPEC §2-§8), presence, and EP-0118's
-per-message signal reads and the channel whiteboard."""
+"""Channels, messages, read cursors, marker claims (SPEC §2-§8), presence, EP-0118's
+per-message signal reads and the channel whiteboard; the HTTP v1 inboxes (deliveries, their
+counters) and address books (contacts, their events)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,11 @@ class Channel(models.Model):
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
     # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
+    # A direct channel (HTTP v1): the two agents whose envelopes it holds, sorted and joined by
+    # a space (``"alice bob"``; ``"alice alice"`` for one's notes to itself); null for every
+    # other channel. Made by ``services.direct_channel_for`` only: members-only with the pair
+    # as its roster, fixed, and every message in it an envelope with its Delivery.
+    direct_pair = models.CharField(max_length=129, null=True, blank=True, unique=True)
 
     class Meta:
         ordering = ["name"]
@@ -299,3 +305,133 @@ class WhiteboardEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel_id}/{self.key}"
+
+
+class Mailbox(models.Model):
+    """An agent's HTTP v1 counters: its inbox's and its address book's next sequence numbers.
+
+    Each is taken by one upsert in the transaction that writes the record it numbers
+    (``services.envelopes``, ``services.contacts``), as a channel's ``last_seq`` is: on
+    PostgreSQL the row lock makes the numbers commit-ordered (a delivery numbered after another
+    commits after it, so a reader that saw ``n`` has seen everything below it), on SQLite the
+    write transaction does. No row yet: both are 0."""
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="mailbox"
+    )
+    inbox_tail = models.BigIntegerField(default=0)  # the next inbox seq_num
+    # The last delivery's timestamp: each delivery's is the later of now and this, so that the
+    # timestamps of one inbox never go back (the monitor orders by them).
+    inbox_at = models.DateTimeField(null=True, blank=True)
+    book_tail = models.BigIntegerField(default=0)  # the next address-book event's seq
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(inbox_tail__gte=0, book_tail__gte=0),
+                name="mailbox_tails_gte_0",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: inbox {self.inbox_tail}, book {self.book_tail}"
+
+
+class Delivery(models.Model):
+    """An HTTP v1 envelope, delivered to its one recipient's inbox under ``seq`` (the
+    document's ``seq_num``, from 0, no gaps).
+
+    The envelope's content is its ``message``, in the direct channel of the pair (so the
+    channel views, search and the folder see it); what is the envelope's own is here: its id
+    (unique per sender: the sender's, or the message's own id when the server made it), its
+    kind, whether ``text`` was null, and the digest of the request that made it (a retry with
+    the same id and content returns it; other content is ID_CONFLICT)."""
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message", "message"
+        CONTACT_SHARE = "contact.share", "contact.share"
+        RECEIPT = "receipt", "receipt"
+
+    # One delivery per message: the message is its key (and the monitor loads by it).
+    message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, primary_key=True, related_name="delivery"
+    )
+    recipient = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="deliveries")
+    seq = models.BigIntegerField()
+    sender = models.CharField(max_length=64)
+    envelope_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
+    has_text = models.BooleanField(default=False)
+    delivered_at = models.DateTimeField()
+    request_digest = models.CharField(max_length=64)
+
+    class Meta:
+        # No default ordering: a lookup by (sender, id) or (recipient, id) must use its own
+        # index, not walk an inbox in seq order (SQLite picked that for an ORDER BY seq).
+        constraints = [
+            models.UniqueConstraint(fields=["recipient", "seq"], name="delivery_inbox_seq"),
+            models.UniqueConstraint(fields=["sender", "envelope_id"], name="delivery_sender_id"),
+            models.CheckConstraint(condition=models.Q(seq__gte=0), name="delivery_seq_gte_0"),
+        ]
+        indexes = [
+            # A receipt or an acceptance finds what the caller received by its id.
+            models.Index(fields=["recipient", "envelope_id"], name="delivery_received_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipient_id} #{self.seq} {self.kind} {self.envelope_id}"
+
+
+class Contact(models.Model):
+    """A card in an agent's address book as it stands: the latest ``contact.upsert`` event of
+    that contact id (``ContactEvent``), written with it."""
+
+    owner = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="contacts")
+    contact_id = models.CharField(max_length=64)
+    card = models.JSONField()
+    event_seq = models.BigIntegerField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["owner_id", "contact_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "contact_id"], name="contact_owner_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id}: {self.contact_id}"
+
+
+class ContactEvent(models.Model):
+    """An address book's log: each ``contact.upsert``, from a PUT of the owner's (``put``) or
+    from accepting a contact share it received (``share``: who shared it, the share's id).
+    Numbered from 0 per owner (``Mailbox.book_tail``)."""
+
+    class Source(models.TextChoices):
+        PUT = "put", "put"
+        SHARE = "share", "share"
+
+    owner = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="contact_events")
+    seq = models.BigIntegerField()
+    contact_id = models.CharField(max_length=64)
+    card = models.JSONField()
+    source = models.CharField(max_length=8, choices=Source.choices)
+    share_from = models.CharField(max_length=64, blank=True, default="")
+    share_id = models.CharField(max_length=128, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["owner_id", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "seq"], name="contact_event_owner_seq"),
+            # A share is accepted once: accepting it again answers the first acceptance.
+            models.UniqueConstraint(
+                fields=["owner", "share_from", "share_id"],
+                condition=models.Q(source="share"),
+                name="contact_event_share_once",
+            ),
+            models.CheckConstraint(condition=models.Q(seq__gte=0), name="contact_event_seq_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id} #{self.seq} {self.contact_id}"

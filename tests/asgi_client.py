@@ -203,10 +203,11 @@ class AsgiClientHandler:
         from agentchat.asgi import application
 
         scope, body = scope_from_environ(environ)
-        if not scope["path"].startswith("/api/"):
+        if not scope["path"].startswith(("/api/", "/v1/")):
             raise AssertionError(
-                f"{scope['path']}: AsgiApiClient is for /api/; pages and the admin go through "
-                "Django in production too: use Django's test client (client, admin_client)"
+                f"{scope['path']}: AsgiApiClient is for /api/ and /v1/; pages and the admin go "
+                "through Django in production too: use Django's test client (client, "
+                "admin_client)"
             )
         logged = _Logged()
         root = logging.getLogger()

@@ -159,7 +159,7 @@ def api_client(db: Any) -> APIClient:
 
 class PagesClient(Client):
     def request(self, **request: Any) -> Any:
-        if request.get("PATH_INFO", "").startswith("/api/"):
+        if request.get("PATH_INFO", "").startswith(("/api/", "/v1/")):
             raise AssertionError(
                 "/api/ goes through the API lane in production, not Django's handler: "
                 "use api_client or api_for"

@@ -16,9 +16,15 @@ The package, along its seams (each imports only those above it in this list):
 - ``signals``: EP-0118's ``signal_post`` (a message with a type) and ``signal_ack`` (the
   per-message read markers);
 - ``whiteboard``: EP-0118's ``whiteboard_write`` and ``whiteboard_delete``, audited;
-- ``imports``: channels, messages, presence, cursors and markers from a reference folder.
+- ``imports``: channels, messages, presence, cursors and markers from a reference folder;
+- ``direct``: the direct channel of a pair of agents (HTTP v1), and the refusal of anything
+  but envelopes in it (imported by ``messages`` and ``channels``, importing ``groups`` only);
+- ``mailbox``: an agent's inbox and address-book counters (commit-ordered seqs);
+- ``envelopes``: HTTP v1 envelopes (message, receipt, contact share) delivered to an inbox;
+- ``contacts``: HTTP v1 address books (a card saved, a share accepted).
 
-Reads are in ``channels_app.selectors`` (the cursor's position: ``cursor_get``). Public names
+Reads are in ``channels_app.selectors`` (the cursor's position: ``cursor_get``), the HTTP v1
+ones in ``channels_app.inbox``, ``channels_app.monitor`` and ``channels_app.contacts``. Public names
 are imported here, so callers use ``channels_app.services.<name>``.
 """
 
@@ -34,6 +40,7 @@ from channels_app.services.channels import (
     visibility_check,
 )
 from channels_app.services.claims import marker_claim
+from channels_app.services.contacts import contact_put, contact_share_accept
 from channels_app.services.cursors import (
     CursorMove,
     ReadPage,
@@ -42,8 +49,15 @@ from channels_app.services.cursors import (
     message_read,
     read_page_body,
 )
+from channels_app.services.direct import direct_channel_for, direct_channel_get
+from channels_app.services.envelopes import (
+    Sent,
+    contact_share_send,
+    envelope_send,
+    receipt_send,
+)
 from channels_app.services.events import PostedEvent, audit_post, event_post
-from channels_app.services.groups import ROSTER_GROUP, channel_group
+from channels_app.services.groups import MONITOR_GROUP, ROSTER_GROUP, channel_group, inbox_group
 from channels_app.services.imports import (
     IMPORT_BATCH,
     ImportedMessage,
@@ -85,6 +99,7 @@ __all__ = [
     "IMPORT_BATCH",
     "MEMBERS_MAX",
     "MESSAGE_ID_MAX",
+    "MONITOR_GROUP",
     "PUSH_INLINE_LIMIT",
     "RECIPIENTS_MAX",
     "ROSTER_GROUP",
@@ -98,16 +113,24 @@ __all__ = [
     "ImportedPresence",
     "PostedEvent",
     "ReadPage",
+    "Sent",
     "SignalAck",
     "audit_post",
     "channel_create",
     "channel_group",
     "channel_import",
     "channel_update",
+    "contact_put",
+    "contact_share_accept",
+    "contact_share_send",
     "cursor_ack",
     "cursors_compare_and_set",
     "cursors_import",
+    "direct_channel_for",
+    "direct_channel_get",
+    "envelope_send",
     "event_post",
+    "inbox_group",
     "marker_claim",
     "markers_import",
     "members_normalize",
@@ -117,6 +140,7 @@ __all__ = [
     "messages_import",
     "presence_import",
     "read_page_body",
+    "receipt_send",
     "recipients_column",
     "recipients_normalize",
     "roster_check",

@@ -17,6 +17,7 @@ from agentchat.core.rules.validation import text_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible
+from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.events import audit_post
 from channels_app.services.groups import ROSTER_GROUP
 from channels_app.services.limits import MEMBERS_MAX, TOPIC_MAX, VISIBILITIES
@@ -137,8 +138,10 @@ def channel_update(
     - A channel that names a maintainer (SPEC §9) is changed by its maintainer only (and the
       admin); without one, by anyone who sees it, as in the reference.
 
+    A direct channel (``services.direct``) is never changed (CHANNEL_DIRECT).
+
     Returns the channel as written. Raises CHANNEL_NOT_FOUND, CHANNEL_NOT_MAINTAINER,
-    INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED.
+    INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED, CHANNEL_DIRECT.
     """
     if topic is not None:
         topic_check(topic)
@@ -151,6 +154,8 @@ def channel_update(
     current = channel_lock(channel)
     if current is None or not (admin or channel_visible(current, actor)):
         raise channel_not_found(channel.name)
+    # Its roster is who may read a pair's direct messages: never changed, not even by an admin.
+    direct_channel_refuse(current, "changes of topic, members or visibility")
     if current.maintainer and not admin and actor != current.maintainer:
         raise AppError(
             "CHANNEL_NOT_MAINTAINER",

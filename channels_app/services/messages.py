@@ -25,6 +25,7 @@ from agentchat.core.rules.validation import json_value_check, text_check
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
 from channels_app.records import message_json_size, message_to_dict
+from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import channel_group
 from channels_app.services.limits import (
     BROADCAST_WORDS,
@@ -125,6 +126,7 @@ def message_post(
     ts: datetime | None = None,
     sender_kind: str | None = None,
     signal_type: str = "",
+    envelope: bool = False,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
@@ -146,13 +148,15 @@ def message_post(
     ``audit_post`` only: a client's message so labelled would read as the server's record.
 
     ``signal_type`` makes the message an EP-0118 signal (``services.signal_post``, which checks
-    the type): read per message by ``read_signals`` besides the cursor.
+    the type): read per message by ``read_signals`` besides the cursor. A direct channel
+    (``services.direct``) takes only the messages of HTTP v1 envelopes (``envelope=True``, from
+    ``services.envelopes``).
 
     The sender's presence row (its last activity) is written in the same transaction, and an
     agent's post is taken from its post budget (``agentchat.core.identity.rates``; a retry
     answered with the first message costs nothing).
     Raises INVALID_NAME, INVALID_VALUE, STATUS_RESERVED, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND,
-    ID_CONFLICT, RATE_LIMITED.
+    ID_CONFLICT, CHANNEL_DIRECT, RATE_LIMITED.
 
     In steps: validate and normalize (``_message_validate``), return the first message of a
     retry (``_existing_or_conflict``), check ``reply_to``, insert under the next seq
@@ -171,6 +175,8 @@ def message_post(
         content_type=content_type,
         metadata=metadata,
     )
+    if not envelope:
+        direct_channel_refuse(channel, "posts, events or audit messages of its own")
     if message_id is not None and (
         existing := _existing_or_conflict(message_id, channel=channel, sender=sender)
     ):

@@ -19,6 +19,11 @@
   4. Workspace paths: the rules of ``agentchat.core.rules.paths`` a pattern cannot say (bytes,
      segment counts, the NFKC form of each segment), and a lock path's wildcard limit and
      work budget (``PATH_LOCK_PATTERN_TOO_COMPLEX``).
+  5. HTTP v1: an inbox or address-book cursor beyond the tail (``INVALID_CURSOR`` with
+     ``detail.cursor > detail.tail``); any ``INVALID_CURSOR`` of the monitor, whose cursor is
+     opaque (base64url of a versioned vector no schema states); a metadata or labels key that
+     is empty or over 128 bytes, or a value over 4 KiB in UTF-8 (the schema counts
+     characters); a card whose ``id`` is not the path's contact id.
 
 Anything else refused is a failure: either the schema says too little or the server refuses
 what it should take.
@@ -161,7 +166,19 @@ def tolerated(case: Any, code: str | None, detail: dict[str, Any]) -> bool:
 
         status = body.get("status")
         return isinstance(status, str) and is_reserved(status)
-    if code in {
+    if code == "INVALID_CURSOR":
+        if case.operation.path == "/v1/monitor":
+            return True
+        return isinstance(detail.get("cursor"), int) and detail["cursor"] > detail.get("tail", 0)
+    if code == "INVALID_VALUE" and detail.get("field") in {"metadata", "labels"}:
+        return _string_map_breaks_unwritten_rule(body.get(detail["field"]))
+    if (
+        code == "INVALID_VALUE"
+        and detail.get("field") == "id"
+        and "contact_id" in (case.path_parameters or {})
+    ):
+        return body.get("id") != case.path_parameters["contact_id"]
+        if code in {
         "REPLY_TO_NOT_FOUND",
         "TASK_UNKNOWN_DEPENDENCY",
         "CHANNEL_MEMBERS_REQUIRED",
@@ -182,6 +199,20 @@ def tolerated(case: Any, code: str | None, detail: dict[str, Any]) -> bool:
             return True
         return any(_lock_wildcards(path) > 16 for path in body.get("paths") or [])
     return False
+
+
+def _string_map_breaks_unwritten_rule(value: Any) -> bool:
+    """HTTP v1 metadata and labels (channels_app.envelopes.string_map_check): the bytes of keys
+    and values, and empty keys, which OpenAPI 3.0 cannot state (no ``propertyNames``)."""
+    if not isinstance(value, dict):
+        return False
+    return any(
+        key == ""
+        or _CONTROL.search(key)
+        or len(key.encode("utf-8", "surrogatepass")) > 128
+        or (isinstance(item, str) and len(item.encode("utf-8", "surrogatepass")) > 4096)
+        for key, item in value.items()
+    )
 
 
 _WILDCARD = re.compile(r"\*+|\?|\[[!^]?\]?[^]]*\]")

@@ -85,12 +85,24 @@ def seed(base: str, tokens: dict[str, str]) -> dict[str, list[str]]:
     lock = call(base, bob, "POST", f"/api/v1/channels/{CHANNEL}/locks/", {"paths": ["src/held.py"]})
     call(base, bob, "PUT", f"/api/v1/channels/{CHANNEL}/whiteboard/goal/", {"value": {"v": 1}})
     call(base, bob, "POST", f"/api/v1/channels/{CHANNEL}/signals/", {"to": "*", "content": "s"})
+    # HTTP v1: envelopes both ways, a card each, a contact share to alice (the run's token).
+    first, second = AGENTS
+    call(base, alice, "POST", f"/v1/agents/{first}/messages", {"to": second, "text": "hi"})
+    call(base, bob, "POST", f"/v1/agents/{second}/messages", {"to": first, "id": "st-1"})
+    call(base, alice, "PUT", f"/v1/agents/{first}/contacts/{second}", {"id": second})
+    call(base, bob, "PUT", f"/v1/agents/{second}/contacts/{first}", {"id": first})
+    share = call(
+        base, bob, "POST", f"/v1/agents/{second}/contact-shares", {"to": first, "contact_id": first}
+    )
     return {
         "name": [CHANNEL],
         "task_id": [TASK],
         "lock_id": [lock["lock_id"]],
         "marker": ["m1"],
         "key": ["goal"],
+        "agent_id": [first],
+        "contact_id": [second],
+        "message_id": [share["id"], "st-1"],
     }
 
 
@@ -103,6 +115,8 @@ def main(argv: list[str]) -> int:
             "DJANGO_SETTINGS_MODULE": "agentchat.settings",
             # The schema's maximum follows: generated waits park half a second at most.
             "AGENTCHAT_WAIT_MAX_TIMEOUT": "0.5",
+            # The admin monitor exists (the run's agent token is refused there, 403).
+            "AGENT_CHAT_ADMIN_TOKEN": "st-admin-" + "x" * 32,
         }
         env.setdefault("DATABASE_URL", f"sqlite:///{data_dir / 'st.sqlite3'}")
         manage(env, "migrate", "--noinput", "--verbosity", "0")

@@ -1,4 +1,5 @@
-"""The API lane: ``/api/`` requests go straight from ASGI to their DRF view.
+"""The API lane: ``/api/`` and HTTP v1's ``/v1/`` requests go straight from ASGI to their DRF
+view.
 
 Through Django's ASGI handler every request starts threads of its own, walks the browser
 middleware (sessions, CSRF, messages, static files) with a thread hand-off around each sync
@@ -103,7 +104,14 @@ class ApiLane:
         try:
             match = self.resolver.resolve(request.path_info)
         except Resolver404:
-            hint = "" if request.path_info.endswith("/") else " (API paths end with a slash)"
+            if request.path_info.startswith("/v1/"):
+                hint = (
+                    " (HTTP v1 paths end without a slash)"
+                    if request.path_info.endswith("/")
+                    else ""
+                )
+            else:
+                hint = "" if request.path_info.endswith("/") else " (API paths end with a slash)"
             error = AppError("NOT_FOUND", f"no API route {request.path}{hint}")
             await self.django.send_response(error_http_response(error), send)
             return

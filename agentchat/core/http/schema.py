@@ -167,12 +167,22 @@ def seq() -> dict[str, Any]:
 
 
 # Path parameters by name, the same in every operation that has them.
+# An HTTP v1 envelope id (channels_app.envelopes.is_envelope_id).
+ENVELOPE_ID_PATTERN = r"^(?!\.+$)[A-Za-z0-9._:-]{1,128}$"
 PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "name": CHANNEL_NAME,
     "task_id": record_id(128),
     "marker": record_id(128),
     "lock_id": record_id(64),
     "key": record_id(128),
+    "agent_id": AGENT_NAME,
+    "contact_id": AGENT_NAME,
+    "message_id": {
+        "type": "string",
+        "pattern": ENVELOPE_ID_PATTERN,
+        "minLength": 1,
+        "maxLength": 128,
+    },
 }
 
 
@@ -258,6 +268,7 @@ COMMON_CODES = (
     "UNKNOWN_FIELD",  # a query parameter the operation does not declare (agentchat.core.http.query)
     "AUTH_REQUIRED",
     "AUTH_INVALID",
+    "ADMIN_TOKEN_NOT_ALLOWED",  # the admin monitor's token, anywhere else
     "METHOD_NOT_ALLOWED",
     "NOT_ACCEPTABLE",
     "REQUEST_TOO_LARGE",
@@ -419,6 +430,19 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "agent (a name under it with a dot: alice's token as alice.critic), on every "
             "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
             "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md).",
+        }
+
+
+class AdminTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "agentchat.core.identity.auth.AdminTokenAuthentication"
+    name = "adminBearer"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "The server's admin token, AGENT_CHAT_ADMIN_TOKEN (the admin monitor "
+            "only; no agent token is one).",
         }
 
 

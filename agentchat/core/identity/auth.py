@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from agentchat.core.identity.services import token_authenticate
+from agentchat.core.identity.services import admin_token_authenticate, token_authenticate
 from agentchat.core.models import Agent, ApiToken
 from agentchat.core.rules.errors import AppError
 
@@ -46,6 +47,31 @@ class BearerTokenAuthentication(BaseAuthentication):
             heartbeat=getattr(view, "implicit_heartbeat", True),
             acting=request.META.get("HTTP_AGENTCHAT_AS"),
         )
+
+    def authenticate_header(self, request: Any) -> str:
+        return 'Bearer realm="agentchat"'
+
+
+class MonitorAdmin:
+    """Who ``AdminTokenAuthentication`` authenticated: the holder of the admin token, no agent
+    (DRF's IsAuthenticated asks only ``is_authenticated``)."""
+
+    is_authenticated = True
+
+
+class AdminTokenAuthentication(BaseAuthentication):
+    """The admin monitor's authentication (AGENT_CHAT_ADMIN_TOKEN): ``admin_token_authenticate``.
+    On a server without an admin token every request is MONITOR_DISABLED, whatever it sends;
+    without a token the permission check answers AUTH_REQUIRED, as on agents' endpoints."""
+
+    def authenticate(self, request: Any) -> tuple[MonitorAdmin, None] | None:
+        if not settings.AGENTCHAT_ADMIN_TOKEN:
+            admin_token_authenticate(None)  # raises MONITOR_DISABLED
+        raw = bearer_from_header(request.META.get("HTTP_AUTHORIZATION"))
+        if raw is None:
+            return None
+        admin_token_authenticate(raw)
+        return MonitorAdmin(), None
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="agentchat"'

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hmac
 import threading
 from collections import OrderedDict
 from typing import Any, cast
 
+from django.conf import settings
 from django.utils import timezone
 
 from agentchat.core.db.rows import RowSelect
@@ -136,6 +138,13 @@ _TOKEN_WITH_AGENT = RowSelect(
 TOKEN_TOUCH_SECONDS = 60
 
 
+def _is_admin_digest(digest: str) -> bool:
+    """Whether ``digest`` is the admin token's (AGENT_CHAT_ADMIN_TOKEN), compared in constant
+    time: digests of equal length, whatever was sent."""
+    admin = settings.AGENTCHAT_ADMIN_TOKEN
+    return bool(admin) and hmac.compare_digest(digest, token_digest(admin))
+
+
 def agent_acting(agent: Agent, name: str | None) -> Agent:
     """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
     is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
@@ -174,12 +183,19 @@ def token_authenticate(
     (``registry.heartbeat_due``): at most one write per agent per AGENTCHAT_HEARTBEAT_SECONDS,
     none between; with ``acting`` (the AgentChat-As header), the sub-agent of the token's agent
     the request acts as (``agent_acting``), with the token it came with. Raises AUTH_REQUIRED
-    (none given), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY."""
+    (none given), ADMIN_TOKEN_NOT_ALLOWED (the admin monitor's token: only
+    ``admin_token_authenticate`` takes it), AUTH_INVALID, INVALID_NAME, ACTING_AS_FORBIDDEN,
+    SUBAGENTS_TOO_MANY."""
     if not raw:
         raise AppError(
             "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <token>"
         )
     digest = token_digest(raw)
+    if _is_admin_digest(digest):
+        raise AppError(
+            "ADMIN_TOKEN_NOT_ALLOWED",
+            "the admin token is for the admin monitor (GET /v1/monitor) only: use an agent's token",
+        )
     row = _TOKEN_WITH_AGENT.first([digest])
     if row is None:
         token_agents.drop(digest)
@@ -205,3 +221,21 @@ def token_authenticate(
                 ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
                 Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
     return agent_acting(token.agent, acting), token
+
+
+def admin_token_authenticate(raw: str | None) -> None:
+    """Accept the admin monitor's token (AGENT_CHAT_ADMIN_TOKEN) and nothing else, compared in
+    constant time. Raises MONITOR_DISABLED (the server has none), AUTH_REQUIRED (no token sent)
+    or ADMIN_TOKEN_REQUIRED (any other token: an agent's token never reads every inbox)."""
+    if not settings.AGENTCHAT_ADMIN_TOKEN:
+        raise AppError(
+            "MONITOR_DISABLED", "the admin monitor is disabled: the server has no admin token"
+        )
+    if not raw:
+        raise AppError(
+            "AUTH_REQUIRED", "authentication required: send Authorization: Bearer <admin token>"
+        )
+    if not _is_admin_digest(token_digest(raw)):
+        raise AppError(
+            "ADMIN_TOKEN_REQUIRED", "the admin monitor takes the server's admin token only"
+        )

@@ -14,7 +14,8 @@ doorbell, what is delivered is always read back by seq):
                                             connections: ``credential_watch``, the
                                             revocations group, ``credential_live``
 ``channels_app/services/``                  the writes that ring (``push_on_commit`` with the
-                                            channel's group, ``services/groups.py``)
+                                            channel's group, an inbox's and the monitor's:
+                                            ``services/groups.py``)
 ``channels_app/live.py``                    the wait and the stream as plain async functions,
                                             free of ASGI
 ``channels_app/endpoints/``                 the thin ASGI endpoints: wait long-poll

@@ -81,6 +81,17 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         409,
         "the token's agent has as many sub-agents (256) as it may: AgentChat-As names a new one",
     ),
+    (
+        "ADMIN_TOKEN_REQUIRED",
+        403,
+        "the admin monitor (/v1/monitor) takes the server's AGENT_CHAT_ADMIN_TOKEN only",
+    ),
+    (
+        "ADMIN_TOKEN_NOT_ALLOWED",
+        403,
+        "the admin token (AGENT_CHAT_ADMIN_TOKEN) is refused everywhere but the admin monitor",
+    ),
+    ("MONITOR_DISABLED", 404, "the server has no AGENT_CHAT_ADMIN_TOKEN: no admin monitor"),
     # --- the request itself
     ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
     ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),
@@ -106,6 +117,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
     ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),
     ("INVALID_TIMEOUT", 400, "a wait timeout is not a number of seconds in range"),
+    (
+        "INVALID_CURSOR",
+        400,
+        "an inbox cursor (or Last-Event-ID) that is not a sequence number up to the inbox's "
+        "tail, or a malformed monitor cursor",
+    ),
     ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
     ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
@@ -122,11 +139,28 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("NOT_FOUND", 404, "no such route or object"),
     ("CHANNEL_NOT_FOUND", 404, "no such channel (or it is members-only and you are no member)"),
     ("REPLY_TO_NOT_FOUND", 400, "reply_to names no message of the channel"),
+    (
+        "MESSAGE_NOT_FOUND",
+        404,
+        "no envelope of that id (of that kind) was delivered to the caller's inbox",
+    ),
+    ("CONTACT_NOT_FOUND", 404, "no contact of that id in the caller's address book"),
     # --- channels, messages, markers
     ("CHANNEL_EXISTS", 409, "a channel of that name exists (names are unique ignoring case)"),
     ("CHANNEL_MEMBERS_REQUIRED", 400, "a members-only channel would have no agent as member"),
     ("CHANNEL_NOT_MAINTAINER", 403, "the channel names a maintainer: only they change it"),
-    ("ID_CONFLICT", 409, "the message id is used by another sender or channel"),
+    (
+        "ID_CONFLICT",
+        409,
+        "the message id is used by another sender or channel; an envelope id (HTTP v1) the "
+        "sender already used for other content",
+    ),
+    (
+        "CHANNEL_DIRECT",
+        409,
+        "a direct channel (HTTP v1 envelopes of a pair of agents) takes no posts, events, "
+        "audits or changes of its own: send through /v1/",
+    ),
     ("MARKER_ALREADY_CLAIMED", 409, "another agent holds the marker"),
     # --- EP-0118 signals and the whiteboard
     (

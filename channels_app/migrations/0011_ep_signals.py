@@ -23,7 +23,7 @@ def search_triggers_again(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('channels_app', '0009_message_imported'),
+        ('channels_app', '0010_v1_inbox'),
         ('core', '0001_initial'),
     ]
 

@@ -1,0 +1,367 @@
+"""The HTTP v1 API (the Agent Chat protocol v1 document), under ``/v1/``: thin views, through
+the API lane like ``/api/v1/`` (the same token authentication, error table and request checks).
+
+Every ``/v1/agents/<agent_id>/…`` path is its agent's own: the token must be ``<agent_id>``'s
+(another agent's is 403 FORBIDDEN; the admin token is refused by authentication, 403
+ADMIN_TOKEN_NOT_ALLOWED). ``/v1/monitor`` takes the admin token only
+(``AdminTokenAuthentication``).
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status as http
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agentchat.core.http import pages
+from agentchat.core.http import schema as openapi
+from agentchat.core.http.query import query_parameters
+from agentchat.core.http.schema import raises
+from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest
+from agentchat.core.models import Agent
+from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.names import check_agent_name
+from agentchat.core.rules.validation import int_parse
+from channels_app import contacts, envelopes, inbox, monitor
+from channels_app.api.v1 import serializers as s
+from channels_app.services import (
+    Sent,
+    contact_put,
+    contact_share_accept,
+    contact_share_send,
+    envelope_send,
+    receipt_send,
+)
+
+INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE")
+SEND_CODES = (*INPUT_CODES, "FIELD_TOO_LARGE", "INVALID_NAME", "FORBIDDEN", "AGENT_NOT_FOUND")
+TAGS = ["v1"]
+
+CURSOR_HELP = (
+    "the next seq_num to read (a page's `next_cursor`, an event's `id`); 0 when omitted and no "
+    "`Last-Event-ID` header is sent (this parameter wins over the header); beyond the tail: "
+    "400 INVALID_CURSOR"
+)
+LIMIT = OpenApiParameter(
+    "limit",
+    {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": envelopes.INBOX_LIMIT_MAX,
+        "default": envelopes.INBOX_LIMIT_DEFAULT,
+    },
+    description="at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
+    "JSON (always at least one): `next_cursor` below `tail` says more is there",
+)
+SEQ_CURSOR = OpenApiParameter("cursor", openapi.seq(), description=CURSOR_HELP)
+LAST_EVENT_ID = OpenApiParameter(
+    "Last-Event-ID",
+    {"type": "string", "pattern": r"^[0-9]{0,18}$"},
+    location=OpenApiParameter.HEADER,
+    description="the cursor, when the query names none (an SSE reconnect sends it)",
+)
+MONITOR_CURSOR = {
+    "type": "string",
+    "pattern": r"^[A-Za-z0-9_-]*={0,2}$",
+    "maxLength": envelopes.MONITOR_CURSOR_MAX,
+}
+
+
+def owner_of(request: AgentRequest, agent_id: str) -> Agent:
+    """The path's agent, who must be the token's. Raises FORBIDDEN."""
+    agent = request.user
+    if agent_id != agent.name:
+        raise AppError(
+            "FORBIDDEN",
+            f"this token is {agent.name}'s: /v1/agents/{agent_id[:64]}/ is another agent's",
+            detail={"agent": agent.name},
+        )
+    return agent
+
+
+def sender_check(request: AgentRequest, claimed: object) -> None:
+    if claimed is not None and claimed != request.user.name:
+        raise AppError(
+            "SENDER_MISMATCH",
+            f"the token belongs to {request.user.name!r}, not {claimed!r}",
+            detail={"from": claimed, "agent": request.user.name},
+        )
+
+
+def limit_of(request: Request) -> int:
+    return int_parse(
+        request.query_params.get("limit"),
+        field="limit",
+        code="INVALID_VALUE",
+        minimum=1,
+        maximum=envelopes.INBOX_LIMIT_MAX,
+        default=envelopes.INBOX_LIMIT_DEFAULT,
+    )
+
+
+def cursor_text(request: Request) -> tuple[str | None, str]:
+    """The cursor as sent, and where: ``cursor=`` wins over ``Last-Event-ID`` (an empty one
+    counts as none, as every empty query parameter does)."""
+    raw = request.query_params.get("cursor")
+    if raw:
+        return raw, "cursor"
+    header = request.META.get("HTTP_LAST_EVENT_ID")
+    return (header or None), "Last-Event-ID"
+
+
+def json_response(body: bytes) -> HttpResponse:
+    return HttpResponse(body, content_type="application/json")
+
+
+def sent_response(sent: Sent) -> Response:
+    return Response(sent.envelope(), status=http.HTTP_201_CREATED if sent.created else 200)
+
+
+class EnvelopeSendApi(APIView):
+    @extend_schema(
+        operation_id="v1_messages_send",
+        tags=TAGS,
+        request=s.EnvelopeSendInput,
+        responses={201: s.EnvelopeOutput, 200: s.EnvelopeOutput},
+        extensions=raises(
+            *SEND_CODES,
+            "SENDER_MISMATCH",
+            "INVISIBLE_CHARACTER",
+            "ID_CONFLICT",
+        ),
+        summary="Send a message envelope to one agent's inbox",
+        description="201 with the stored envelope; 200 with the stored one for a retry of its "
+        "`id` with the same content. Text and data are each at most 512 KiB (data as compact "
+        "JSON), the body at most 768 KiB.",
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, agent_id: str) -> Response:
+        sender = owner_of(request, agent_id)
+        data = s.EnvelopeSendInput.validate_input(request.data)
+        sender_check(request, data.get("from"))
+        return sent_response(
+            envelope_send(
+                sender=sender,
+                to=data["to"],
+                envelope_id=data.get("id"),
+                conversation_id=data.get("conversation_id"),
+                correlation_id=data.get("correlation_id"),
+                text=data.get("text"),
+                data=data.get("data"),
+                content_type=data.get("content_type"),
+                metadata=data.get("metadata"),
+            )
+        )
+
+
+class InboxApi(APIView):
+    heavy_methods = ("GET",)  # a page of up to AGENTCHAT_READ_MAX_BYTES
+
+    @extend_schema(
+        operation_id="v1_inbox_read",
+        tags=TAGS,
+        responses=s.InboxOutput,
+        extensions=raises("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
+        summary="Replay the caller's inbox from a cursor",
+    )
+    @query_parameters(SEQ_CURSOR, LIMIT, LAST_EVENT_ID)
+    def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
+        agent = owner_of(request, agent_id)
+        raw, field = cursor_text(request)
+        cursor = envelopes.inbox_cursor_parse(raw, field=field)
+        page = inbox.inbox_page(agent=agent, cursor=cursor, limit=limit_of(request))
+        return json_response(page.body())
+
+
+class ReceiptSendApi(APIView):
+    @extend_schema(
+        operation_id="v1_receipts_send",
+        tags=TAGS,
+        request=s.ReceiptSendInput,
+        responses={201: s.EnvelopeOutput, 200: s.EnvelopeOutput},
+        extensions=raises(*SEND_CODES, "INVISIBLE_CHARACTER", "MESSAGE_NOT_FOUND", "ID_CONFLICT"),
+        summary="Send a receipt for an envelope the caller received",
+        description="A new envelope of kind `receipt` in the original sender's inbox, "
+        "`message.data` = `{message_id, status, detail}`; the original never changes. 404 "
+        "MESSAGE_NOT_FOUND for an envelope the caller never received.",
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, agent_id: str) -> Response:
+        sender = owner_of(request, agent_id)
+        data = s.ReceiptSendInput.validate_input(request.data)
+        return sent_response(
+            receipt_send(
+                sender=sender,
+                message_id=data["message_id"],
+                status=data["status"],
+                to=data.get("to"),
+                detail=data.get("detail"),
+                conversation_id=data.get("conversation_id"),
+                envelope_id=data.get("id"),
+            )
+        )
+
+
+class ContactListApi(APIView):
+    heavy_methods = ("GET",)
+
+    @extend_schema(
+        operation_id="v1_contacts_list",
+        tags=TAGS,
+        responses=s.ContactListOutput,
+        extensions=raises("FORBIDDEN", "INVALID_VALUE", "INVALID_NAME"),
+        summary="List the caller's address book (cards by id, a page at a time)",
+    )
+    @query_parameters(
+        *openapi.page_parameters(openapi.AGENT_NAME, "the contact id of the previous page's `next`")
+    )
+    def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
+        owner = owner_of(request, agent_id)
+        limit = pages.limit_parse(request.query_params.get("limit"))
+        after = pages.after_parse(
+            request.query_params.get("after"), lambda raw: check_agent_name(raw, field="after")
+        )
+        page = contacts.contact_list(owner=owner, after=after, limit=limit)
+        return pages.page_response("contacts", page)
+
+
+class ContactApi(APIView):
+    @extend_schema(
+        operation_id="v1_contacts_put",
+        tags=TAGS,
+        request=s.ContactCardInput,
+        responses={201: s.ContactCardOutput, 200: s.ContactCardOutput},
+        extensions=raises(
+            *INPUT_CODES, "FIELD_TOO_LARGE", "FORBIDDEN", "INVALID_NAME", "INVISIBLE_CHARACTER"
+        ),
+        summary="Save a portable contact card in the caller's address book",
+        description="The card's `id` must be the path's contact id. 201 when the contact is "
+        "new, 200 when it replaced a card (each change is a `contact.upsert` event of the "
+        "address book; a card equal to the stored one adds none).",
+    )
+    @query_parameters()
+    def put(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
+        owner = owner_of(request, agent_id)
+        card = s.ContactCardInput.validate_input(request.data)
+        stored, created = contact_put(owner=owner, contact_id=contact_id, card=card)
+        return Response(stored, status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+
+    @extend_schema(
+        operation_id="v1_contacts_show",
+        tags=TAGS,
+        responses=s.ContactCardOutput,
+        extensions=raises("FORBIDDEN", "CONTACT_NOT_FOUND"),
+        summary="Show a card of the caller's address book",
+    )
+    @query_parameters()
+    def get(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
+        owner = owner_of(request, agent_id)
+        return Response(contacts.contact_get(owner=owner, contact_id=contact_id))
+
+
+class ContactShareApi(APIView):
+    @extend_schema(
+        operation_id="v1_contact_shares_send",
+        tags=TAGS,
+        request=s.ContactShareInput,
+        responses={201: s.EnvelopeOutput},
+        extensions=raises(*SEND_CODES, "INVISIBLE_CHARACTER", "CONTACT_NOT_FOUND"),
+        summary="Share a card of the caller's address book with another agent",
+        description="201 with the envelope delivered: kind `contact.share`, the whole card in "
+        "`message.data.contact`.",
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, agent_id: str) -> Response:
+        sender = owner_of(request, agent_id)
+        data = s.ContactShareInput.validate_input(request.data)
+        return sent_response(
+            contact_share_send(
+                sender=sender,
+                to=data["to"],
+                contact_id=data["contact_id"],
+                conversation_id=data.get("conversation_id"),
+            )
+        )
+
+
+class ContactShareAcceptApi(APIView):
+    @extend_schema(
+        operation_id="v1_contact_shares_accept",
+        tags=TAGS,
+        request=s.EmptyInput,
+        responses={201: s.ContactEventOutput, 200: s.ContactEventOutput},
+        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "FORBIDDEN", "MESSAGE_NOT_FOUND"),
+        summary="Accept a contact share the caller received",
+        description="Appends a `contact.upsert` event of the shared card to the caller's "
+        "address book (201); the received envelope never changes. Accepting it again answers "
+        "the first acceptance (200). Only its recipient may accept it (else 404).",
+    )
+    @query_parameters()
+    def post(self, request: AgentRequest, agent_id: str, message_id: str) -> Response:
+        owner = owner_of(request, agent_id)
+        s.EmptyInput.validate_input(request.data)
+        event, created = contact_share_accept(owner=owner, message_id=message_id)
+        return Response(
+            contacts.contact_event_dict(event),
+            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
+        )
+
+
+class AddressBookApi(APIView):
+    heavy_methods = ("GET",)
+
+    @extend_schema(
+        operation_id="v1_address_book_read",
+        tags=TAGS,
+        responses=s.AddressBookOutput,
+        extensions=raises("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
+        summary="Replay the caller's address book: its contact.upsert events from a cursor",
+    )
+    @query_parameters(SEQ_CURSOR, LIMIT)
+    def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
+        owner = owner_of(request, agent_id)
+        cursor = envelopes.inbox_cursor_parse(request.query_params.get("cursor"))
+        page = contacts.address_book_page(owner=owner, cursor=cursor, limit=limit_of(request))
+        return json_response(page.body())
+
+
+class MonitorApi(APIView):
+    authentication_classes = [AdminTokenAuthentication]
+    heavy_methods = ("GET",)
+
+    @extend_schema(
+        operation_id="v1_monitor_read",
+        tags=TAGS,
+        responses=s.MonitorOutput,
+        extensions=raises(
+            "MONITOR_DISABLED", "ADMIN_TOKEN_REQUIRED", "INVALID_CURSOR", "INVALID_VALUE"
+        ),
+        summary="The admin monitor: every agent's inbox fanned in, from an opaque cursor",
+        description="Needs the server's AGENT_CHAT_ADMIN_TOKEN (404 MONITOR_DISABLED without "
+        "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Within a page, deliveries are in "
+        "timestamp, inbox, seq_num order; each carries the cursor after it.",
+    )
+    @query_parameters(
+        OpenApiParameter(
+            "cursor",
+            MONITOR_CURSOR,
+            description="a `next_cursor` (or a delivery's `cursor`), unchanged; every inbox "
+            "from 0 when omitted and no `Last-Event-ID` is sent (400 INVALID_CURSOR for "
+            "anything else)",
+        ),
+        LIMIT,
+        OpenApiParameter(
+            "Last-Event-ID",
+            MONITOR_CURSOR,
+            location=OpenApiParameter.HEADER,
+            description="the cursor, when the query names none (an SSE reconnect sends it)",
+        ),
+    )
+    def get(self, request: Request) -> HttpResponse:
+        raw, field = cursor_text(request)
+        cursor = None if raw is None else envelopes.monitor_cursor_decode(raw, field=field)
+        page = monitor.monitor_page(cursor=cursor, limit=limit_of(request))
+        return json_response(page.body())

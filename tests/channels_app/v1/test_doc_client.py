@@ -1,0 +1,174 @@
+"""A client written from the HTTP v1 document alone (``doc_client.py``: the standard library,
+nothing of this project) runs a conversation with receipts, a contact handoff, replay and resume
+through a real server, and the admin monitor follows it all."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.channels_app.v1 import doc_client
+from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
+from tests.conftest import ServerProcess
+
+ADMIN_TOKEN = "admin-" + "k" * 40
+CARD = {
+    "id": "carol",
+    "display_name": "Carol",
+    "endpoint": "https://agents.example.net",
+    "capabilities": ["research"],
+    "public_key": "did:key:...",
+    "labels": {"team": "discovery"},
+}
+
+
+@pytest.fixture(scope="module")
+def server(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        process = ServerProcess(env={"AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN})
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def clients(server, transactional_db, make_agent):
+    tokens = {name: make_agent(name)[1] for name in ("alice", "bob", "carol")}
+    agents = {name: AgentChat(server.url, token, name) for name, token in tokens.items()}
+    return agents, AgentChat(server.url, ADMIN_TOKEN)
+
+
+def test_a_conversation_with_receipts_a_contact_handoff_and_replay(clients):
+    agents, admin = clients
+    alice, bob = agents["alice"], agents["bob"]
+
+    # the document's example message
+    sent = alice.send(
+        "bob",
+        conversation_id="task-42",
+        correlation_id="request-7",
+        text="Please inspect this result",
+        data={"artifact": "s2://agent-chat/artifacts/result-7", "priority": 2},
+        content_type="application/vnd.example.handoff+json",
+        metadata={"trace_id": "abc123"},
+        id="handoff-1",
+    )
+    assert (sent["schema"], sent["kind"], sent["from"], sent["to"]) == (
+        "agent-chat/envelope.v1",
+        "message",
+        "alice",
+        "bob",
+    )
+    # a retry after an ambiguous failure: the same envelope, no second one
+    assert (
+        alice.send(
+            "bob",
+            conversation_id="task-42",
+            correlation_id="request-7",
+            text="Please inspect this result",
+            data={"artifact": "s2://agent-chat/artifacts/result-7", "priority": 2},
+            content_type="application/vnd.example.handoff+json",
+            metadata={"trace_id": "abc123"},
+            id="handoff-1",
+        )
+        == sent
+    )
+
+    # bob replays from 0 and answers with a receipt
+    received, bob_cursor = bob.replay(0)
+    assert [d["envelope"] for d in received] == [sent]
+    assert (received[0]["seq_num"], bob_cursor) == (0, 1)
+    receipt = bob.receipt(
+        "alice", sent["id"], "processed", detail="Result attached", conversation_id="task-42"
+    )
+    assert receipt["kind"] == "receipt"
+    assert receipt["message"]["data"] == {
+        "message_id": sent["id"],
+        "status": "processed",
+        "detail": "Result attached",
+    }
+
+    # alice sees the receipt; the original in bob's inbox never changed
+    alice_deliveries, alice_cursor = alice.replay(0)
+    assert [d["envelope"] for d in alice_deliveries] == [receipt]
+    assert bob.inbox(0)["deliveries"] == received
+
+    # the contact handoff
+    alice.save_contact(CARD)
+    share = alice.share_contact("bob", "carol", conversation_id="task-42")
+    assert share["kind"] == "contact.share"
+    assert share["message"]["data"]["contact"] == CARD
+    # bob resumes from where he stopped: only what is new
+    new, bob_cursor = bob.replay(bob_cursor)
+    assert [d["envelope"] for d in new] == [share]
+    assert [d["seq_num"] for d in new] == [1]
+    bob.accept_share(share["id"])
+    assert bob.inbox(1)["deliveries"] == new  # acceptance changes no envelope
+
+    # bob introduces himself to carol, whose card he now holds
+    hello = bob.send("carol", text="alice sent me your card", conversation_id="task-42")
+    carols, _ = agents["carol"].replay(0)
+    assert [d["envelope"] for d in carols] == [hello]
+
+    # an empty page at the tail keeps the cursor
+    assert bob.inbox(bob_cursor) == {"deliveries": [], "next_cursor": 2, "tail": 2}
+    assert alice.inbox(alice_cursor)["deliveries"] == []
+
+    # the admin monitor: every inbox fanned in, resumed by its opaque cursor
+    page = admin.monitor()
+    assert [(d["inbox"], d["seq_num"]) for d in page["deliveries"]] == [
+        ("bob", 0),
+        ("alice", 0),
+        ("bob", 1),
+        ("carol", 0),
+    ]
+    assert page["tails"] == {"alice": 1, "bob": 2, "carol": 1}
+    assert [d["envelope"] for d in page["deliveries"]] == [sent, receipt, share, hello]
+    resumed = admin.monitor(page["next_cursor"])
+    assert resumed["deliveries"] == []
+    late = alice.send("carol", text="welcome")
+    resumed = admin.monitor(resumed["next_cursor"])
+    assert [(d["inbox"], d["envelope"]) for d in resumed["deliveries"]] == [("carol", late)]
+    # each delivery's cursor resumes right after it
+    after_share = admin.monitor(page["deliveries"][2]["cursor"])
+    assert [d["envelope"] for d in after_share["deliveries"]] == [hello, late]
+
+
+def test_the_tokens_are_kept_apart_both_ways(clients):
+    agents, admin = clients
+    alice = agents["alice"]
+    with pytest.raises(ProtocolError) as refused:
+        AgentChat(admin.base_url, alice.token).monitor()
+    assert (refused.value.status, refused.value.body["error"]["code"]) == (
+        403,
+        "ADMIN_TOKEN_REQUIRED",
+    )
+    with pytest.raises(ProtocolError) as refused:
+        AgentChat(admin.base_url, ADMIN_TOKEN, "alice").inbox()
+    assert (refused.value.status, refused.value.body["error"]["code"]) == (
+        403,
+        "ADMIN_TOKEN_NOT_ALLOWED",
+    )
+    with pytest.raises(ProtocolError) as refused:
+        AgentChat(admin.base_url, alice.token, "bob").inbox()
+    assert refused.value.status == 403
+    with pytest.raises(ProtocolError) as refused:
+        alice.send("bob", text="x", attachment="unknown field")
+    assert (refused.value.status, refused.value.body["error"]["code"]) == (400, "UNKNOWN_FIELD")
+
+
+def test_the_client_imports_nothing_but_the_standard_library():
+    tree = ast.parse(Path(doc_client.__file__).read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
