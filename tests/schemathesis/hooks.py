@@ -178,7 +178,7 @@ def tolerated(case: Any, code: str | None, detail: dict[str, Any]) -> bool:
         and "contact_id" in (case.path_parameters or {})
     ):
         return body.get("id") != case.path_parameters["contact_id"]
-        if code in {
+    if code in {
         "REPLY_TO_NOT_FOUND",
         "TASK_UNKNOWN_DEPENDENCY",
         "CHANNEL_MEMBERS_REQUIRED",
