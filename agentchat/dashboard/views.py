@@ -134,7 +134,7 @@ def body_shown(message: Message, bodies: Bodies) -> dict[str, Any]:
     ``cut`` when that is an excerpt, ``omitted`` when the page's budget left no room; ``size``
     its length in characters."""
     taken = bodies.take(message.body)
-    shown = {"html": None, "record": None, "cut": False, "omitted": taken is None}
+    shown: dict[str, Any] = {"html": None, "record": None, "cut": False, "omitted": taken is None}
     shown["size"] = len(message.body)
     if taken is not None:
         text, shown["cut"] = taken
