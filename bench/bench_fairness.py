@@ -10,12 +10,17 @@ victim (agent ``victim``, its own channel) posts and peeks one after the other f
 ``--seconds``, first alone, then while the hog (agent ``hog``, two connections looping the same
 request) runs. Prints, per hog kind, the victim's p50/p95/p99 without and with the hog, the
 hog's request count, status codes and bytes. Not part of the test suite.
+
+The dashboard hog (``--only dashboard``) is three signed-in people (each a browser session of
+their own) loading the state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary),
+while the victim posts and peeks; ``fatstate`` is filled only when that hog runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,7 +72,17 @@ for i in range(200):
 big = Channel.objects.get(name="big")
 for i in range(200):
     task_create(channel=big, created_by="filler", task_id=f"t{{i:03d}}", title=f"task {{i}} " * 10)
+if {dashboard}:
+    from django.contrib.auth import get_user_model
+    for i in range({sessions}):
+        get_user_model().objects.create_user(f"person{{i}}", password="bench-password")
+    fat = services.channel_create(name="fatstate", created_by="filler")
+    line = "a line of the decision's reasons, written out at length. " * 2 + "\n"
+    body = (line * (500_000 // len(line) + 1))[:500_000]
+    for i in range(80):
+        services.message_post(channel=fat, sender="filler", title=f"Decision: {{i}}", body=body)
 """
+PAGE_SESSIONS = 3  # people loading the dashboard hog's page at once, each signed in
 
 HOGS: tuple[tuple[str, str, str], ...] = (
     ("state of 5,000 messages (md)", "GET", "/api/v1/channels/big/state/?format=md"),
@@ -79,7 +94,23 @@ HOGS: tuple[tuple[str, str, str], ...] = (
     ("task list (200 big)", "GET", "/api/v1/channels/big/tasks/"),
     ("events read", "GET", "/api/v1/channels/big/events/?limit=1000"),
     ("compaction", "POST", "/api/v1/channels/big/compact/"),
+    ("dashboard state 41 MB, 3 people", "PAGE", "/c/fatstate/state/"),
 )
+
+
+def signed_in(url: str, person: str) -> httpx.Client:
+    """A browser session: signed in through the form, its cookies kept."""
+    client = httpx.Client(base_url=url, timeout=300, follow_redirects=False)
+    form = client.get("/signin/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token, "no CSRF token on the sign-in form"
+    signed = client.post(
+        "/signin/",
+        data={"username": person, "password": "bench-password",
+              "csrfmiddlewaretoken": token.group(1)},
+    )  # fmt: skip
+    assert signed.status_code == 302, signed.status_code
+    return client
 
 
 def victim_loop(url: str, token: str, seconds: float) -> list[float]:
@@ -112,7 +143,11 @@ def hog_loop(
     started: threading.Event,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+    if method == "PAGE":  # token names the person signed in
+        client = signed_in(url, token)
+    else:
+        client = httpx.Client(base_url=url, headers=headers, timeout=120)
+    with client:
         n = 0
         while not stop.is_set():
             n += 1
@@ -120,7 +155,7 @@ def hog_loop(
                 client.post("/api/v1/channels/big/messages/", json={"title": f"Decision: h{n}"})
                 method_now = "GET"
             else:
-                method_now = method
+                method_now = "GET" if method == "PAGE" else method
             with client.stream(method_now, path) as r:
                 size = sum(len(chunk) for chunk in r.iter_raw())
             out["codes"][r.status_code] += 1
@@ -146,14 +181,18 @@ def main() -> int:
     parser.add_argument("--only", help="run the hog kinds whose label holds this")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
+    dashboard = any(
+        method == "PAGE" and (not args.only or args.only in label) for label, method, _ in HOGS
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentchat-bench-fairness-") as name:
         tmp = Path(name)
         env = project_env(tmp, database_url=args.database_url)
         migrate(env)
         started = time.perf_counter()
+        setup = SETUP.format(messages=args.messages, dashboard=dashboard, sessions=PAGE_SESSIONS)
         subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP.format(messages=args.messages)],
+            [sys.executable, "manage.py", "shell", "-c", setup],
             cwd=ROOT, env=env, check=True, timeout=900,
         )  # fmt: skip
         log(f"filled in {time.perf_counter() - started:.1f} s")
@@ -167,21 +206,27 @@ def main() -> int:
                 alone = victim_loop(server.url, tokens["victim"], args.seconds)
                 stop = threading.Event()
                 out: dict[str, Any] = {"codes": Counter(), "bytes": 0}
-                started = [threading.Event() for _ in range(2)]
+                # Two connections of the hog's token; the dashboard hog: one session per person.
+                who = (
+                    [f"person{i}" for i in range(PAGE_SESSIONS)]
+                    if method == "PAGE"
+                    else [tokens["hog"]] * 2
+                )
+                started = [threading.Event() for _ in who]
                 hogs = [
                     threading.Thread(
                         target=hog_loop,
-                        args=(server.url, tokens["hog"], method, path, stop, out, first),
+                        args=(server.url, credential, method, path, stop, out, first),
                         daemon=True,
                     )
-                    for first in started
+                    for credential, first in zip(who, started, strict=True)
                 ]
                 for hog in hogs:
                     hog.start()
                 # The hogs' loops under way (each answered once) before the victim measures.
                 for first in started:
-                    if not first.wait(120):
-                        raise SystemExit(f"the {label} hog got no answer in 120 s")
+                    if not first.wait(600):
+                        raise SystemExit(f"the {label} hog got no answer in 600 s")
                 loaded = victim_loop(server.url, tokens["victim"], args.seconds)
                 stop.set()
                 for hog in hogs:
