@@ -77,7 +77,7 @@ if {dashboard}:
     for i in range({sessions}):
         get_user_model().objects.create_user(f"person{{i}}", password="bench-password")
     fat = services.channel_create(name="fatstate", created_by="filler")
-    line = "a line of the decision's reasons, written out at length. " * 2 + "\n"
+    line = "a line of the decision's reasons, written out at length. " * 2 + "\\n"
     body = (line * (500_000 // len(line) + 1))[:500_000]
     for i in range(80):
         services.message_post(channel=fat, sender="filler", title=f"Decision: {{i}}", body=body)
@@ -147,7 +147,7 @@ def hog_loop(
         client = signed_in(url, token)
     else:
         client = httpx.Client(base_url=url, headers=headers, timeout=120)
-    with client:
+    try:
         n = 0
         while not stop.is_set():
             n += 1
@@ -161,6 +161,8 @@ def hog_loop(
             out["codes"][r.status_code] += 1
             out["bytes"] = max(out["bytes"], size)
             started.set()  # answered once: the hog's loop is under way
+    finally:
+        client.close()
 
 
 def figures(times: list[float]) -> dict[str, Any]:
