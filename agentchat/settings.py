@@ -203,8 +203,12 @@ AGENTCHAT_STATE_MAX_BYTES = int(os.environ.get("AGENTCHAT_STATE_MAX_BYTES", str(
 # A dashboard page renders at most this many bytes of markdown (message bodies, the state
 # summary): long bodies are excerpts linking to the whole message, and a page past it says so.
 AGENTCHAT_PAGE_MAX_BYTES = int(os.environ.get("AGENTCHAT_PAGE_MAX_BYTES", str(512 * 1024)))
+# How many of the dashboard's heavy pages (all people together) run at once on the heavy pool.
+AGENTCHAT_PAGE_CONCURRENCY = int(os.environ.get("AGENTCHAT_PAGE_CONCURRENCY", "1"))
 if not (AGENTCHAT_STATE_MAX_BYTES > 0 and AGENTCHAT_PAGE_MAX_BYTES > 0):
     raise ImproperlyConfigured("AGENTCHAT_STATE_MAX_BYTES and AGENTCHAT_PAGE_MAX_BYTES must be > 0")
+if not AGENTCHAT_PAGE_CONCURRENCY > 0:
+    raise ImproperlyConfigured("AGENTCHAT_PAGE_CONCURRENCY must be an integer > 0")
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
 # with 4408 (a policy close); it reconnects with ?since= and loses nothing.
 AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SECONDS", "20"))

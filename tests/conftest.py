@@ -161,6 +161,17 @@ def api_client(db: Any) -> APIClient:
     return AsgiApiClient()
 
 
+@pytest.fixture(autouse=True)
+def _folds_forgotten() -> Iterator[None]:
+    """Each test starts with no message fold kept in memory (agentchat.state.fold_cache): a
+    test's database is rolled back, the process's memory is not."""
+    from agentchat.state.fold_cache import FOLDS
+
+    FOLDS.clear()
+    yield
+    FOLDS.clear()
+
+
 class CallerThreadExecutor(Executor):
     """``run_db``'s executor for a page under Django's test client: the heavy pages
     (``agentchat.dashboard.budget``) are async views, which the test client's sync handler runs

@@ -8,6 +8,10 @@ message, the agents, approvals, search, the live fragment) is a ``heavy_page``: 
   requests wait for (``run_db``); while it waits for that pool it holds no thread of its own;
 - one at a time per signed-in person (``PAGE_GATE``, keyed by the user, whose human agent the
   page acts as): more wait, past AGENTCHAT_HEAVY_QUEUE_PER_AGENT a page says "busy" (429);
+- at most AGENTCHAT_PAGE_CONCURRENCY (1) of all the people's pages at once: measured with three
+  people looping a page of 170 KB of markdown beside an agent posting and peeking, two pages at
+  once (both heavy threads rendering, contending for the interpreter's lock with the agent's
+  requests) put the agent's p99 at 935 ms, one at a time at 120 ms;
 - within the work budget (``work_budget``, AGENTCHAT_HEAVY_BUDGET_SECONDS): a page past it says
   that it ran out of its budget (503), not a 500 or a blank page.
 
@@ -19,7 +23,9 @@ pages a body bigger than the budget), a list stops showing bodies once the budge
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +45,22 @@ PAGE_GATE = HeavyGate()
 # A body in a list (a channel's page, search, approvals, the live fragment) shows at most this
 # many bytes of its markdown; the rest is a link away.
 EXCERPT_BYTES = 4096
+
+
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _page_slots() -> asyncio.Semaphore:
+    """This event loop's AGENTCHAT_PAGE_CONCURRENCY slots: how many heavy pages of all the
+    people run at once (the others wait holding no thread), so that the pages together leave
+    heavy threads (and the interpreter's lock) to the API's agents."""
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        slots = _slots[loop] = asyncio.Semaphore(settings.AGENTCHAT_PAGE_CONCURRENCY)
+    return slots
 
 
 def _methods_heavy(methods: tuple[str, ...], method: str | None) -> bool:
@@ -63,10 +85,13 @@ def heavy_page(
                 return await plain(request, *args, **kwargs)
             request.user = user  # resolved once: the view does not look it up again
             key = HeavyGate.key(f"user:{user.pk}")
+
+            async def run() -> HttpResponse:
+                async with _page_slots():
+                    return await run_db_heavy(_budgeted, view, request, args, kwargs)
+
             try:
-                response: HttpResponse = await PAGE_GATE.run(
-                    key, lambda: run_db_heavy(_budgeted, view, request, args, kwargs)
-                )
+                response: HttpResponse = await PAGE_GATE.run(key, run)
             except AppError as exc:  # HEAVY_REQUEST_BUSY: this person's pages are queued
                 return await sync_to_async(refusal_page)(request, exc)
             return response

@@ -26,7 +26,7 @@ from agentchat.state.selectors import latest_snapshot, state_summary
 from channels_app.selectors import message_list_among
 
 # A decision's details, a blocker's, a message's evidence: at most this much on the state page.
-STATE_TEXT_BYTES = 2048
+STATE_TEXT_BYTES = 1024
 
 
 def body_parts(body: str, limit: int) -> list[str]:

@@ -237,12 +237,14 @@ def session_cookie(user: Any) -> list[tuple[bytes, bytes]]:
 
 
 @pytest.mark.django_db(transaction=True)  # the pools' threads have connections of their own
+@pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_page_holds_no_short_request_thread_and_one_heavy_thread_per_person(
-    make_agent, settings, monkeypatch
+    make_agent, settings, monkeypatch, concurrency
 ):
     from agentchat.asgi import application
 
     settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT = 2
+    settings.AGENTCHAT_PAGE_CONCURRENCY = concurrency  # pages of all people at once
     users = get_user_model().objects
     ann, ben = users.create_user("ann", password="pw"), users.create_user("ben", password="pw")
     _, token = make_agent("alice")
@@ -268,7 +270,8 @@ def test_a_page_holds_no_short_request_thread_and_one_heavy_thread_per_person(
         page = "/c/room/state/"
         anns = [asyncio.ensure_future(asgi(application, "GET", page, ann_cookie)) for _ in "123"]
         bens = asyncio.ensure_future(asgi(application, "GET", page, ben_cookie))
-        for _ in range(2):  # ann's first page and ben's are running: both heavy threads held
+        # Ann's first page and, with room for two, ben's are running: a heavy thread each.
+        for _ in range(concurrency):
             assert await loop.run_in_executor(None, entered.acquire, True, 60)
         while budget.PAGE_GATE.waiting(ann_key) < 3:
             await asyncio.sleep(0.01)
@@ -287,8 +290,9 @@ def test_a_page_holds_no_short_request_thread_and_one_heavy_thread_per_person(
     out = asyncio.run(main())
     assert out["posted"][0] == 201
     assert out["busy"][0] == 429 and b'id="budget-busy"' in out["busy"][1]
-    # While held: two pages ran (ann's first, ben's), each on a heavy thread; ann's others waited.
-    assert len(out["running"]) == 2
+    # While held: as many pages ran as there are slots, each on a heavy thread (never a short
+    # request's); ann's others waited in her queue, ben's (with one slot) for the slot.
+    assert len(out["running"]) == concurrency
     assert all(name.startswith("agentchat-db-heavy") for name in out["running"])
     assert [status for status, _ in out["done"]] == [200] * 4
     assert len(threads) == 4 and all(name.startswith("agentchat-db-heavy") for name in threads)
