@@ -197,6 +197,19 @@ if not AGENTCHAT_STREAM_SWEEP_SECONDS > 0:  # 0 would turn every parked session 
 # rest follows with `more: true`. S2, behind the HTTP v1 document, caps a batch at 1 MiB. A page
 # of a list (channels, tasks, locks: agentchat.core.http.pages) holds about as many bytes of JSON.
 AGENTCHAT_READ_MAX_BYTES = int(os.environ.get("AGENTCHAT_READ_MAX_BYTES", str(1024 * 1024)))
+# The API's state summary (state/, state/snapshot/, compact/) answers at most this many bytes:
+# past it the long message texts in it are shortened, each with a marker (docs/state.md). The
+# synced folder's state.md is never shortened.
+AGENTCHAT_STATE_MAX_BYTES = int(os.environ.get("AGENTCHAT_STATE_MAX_BYTES", str(1024 * 1024)))
+# A dashboard page renders at most this many bytes of markdown (message bodies, the state
+# summary): long bodies are excerpts linking to the whole message, and a page past it says so.
+AGENTCHAT_PAGE_MAX_BYTES = int(os.environ.get("AGENTCHAT_PAGE_MAX_BYTES", str(512 * 1024)))
+# How many of the dashboard's heavy pages (all people together) run at once on the heavy pool.
+AGENTCHAT_PAGE_CONCURRENCY = int(os.environ.get("AGENTCHAT_PAGE_CONCURRENCY", "1"))
+if not (AGENTCHAT_STATE_MAX_BYTES > 0 and AGENTCHAT_PAGE_MAX_BYTES > 0):
+    raise ImproperlyConfigured("AGENTCHAT_STATE_MAX_BYTES and AGENTCHAT_PAGE_MAX_BYTES must be > 0")
+if not AGENTCHAT_PAGE_CONCURRENCY > 0:
+    raise ImproperlyConfigured("AGENTCHAT_PAGE_CONCURRENCY must be an integer > 0")
 # A websocket subscriber whose connection stays full (it stopped reading) this long is closed
 # with 4408 (a policy close); it reconnects with ?since= and loses nothing.
 AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SECONDS", "20"))

@@ -16,19 +16,23 @@ database of its own (``pytest_configure``), and starts its own servers on free p
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
 from agentchat import serve
+from agentchat.core.db.transactions import inline_executor
 from agentchat.core.identity.services import agent_get_or_create, token_create
 from agentchat.core.models import Agent
 from agentchat.datadir import data_dir_prepare
@@ -157,14 +161,56 @@ def api_client(db: Any) -> APIClient:
     return AsgiApiClient()
 
 
+@pytest.fixture(autouse=True)
+def _folds_forgotten() -> Iterator[None]:
+    """Each test starts with no message fold kept in memory (agentchat.state.fold_cache): a
+    test's database is rolled back, the process's memory is not."""
+    from agentchat.state.fold_cache import FOLDS
+
+    FOLDS.clear()
+    yield
+    FOLDS.clear()
+
+
+class CallerThreadExecutor(Executor):
+    """``run_db``'s executor for a page under Django's test client: the heavy pages
+    (``agentchat.dashboard.budget``) are async views, which the test client's sync handler runs
+    with ``async_to_sync`` while the test's thread waits; their database work is handed back to
+    that thread (``sync_to_async``, thread-sensitive), on the test's connection and inside its
+    transaction, as the pool's threads would not be."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        work = sync_to_async(fn, thread_sensitive=True)(*args, **kwargs)
+        task = asyncio.get_running_loop().create_task(work)
+
+        def done(finished: asyncio.Task[Any]) -> None:
+            if finished.cancelled():
+                future.cancel()
+            elif finished.exception() is not None:
+                future.set_exception(finished.exception())
+            else:
+                future.set_result(finished.result())
+
+        task.add_done_callback(done)
+        return future
+
+
 class PagesClient(Client):
+    """Django's test client for the pages: refuses /api/, and runs a heavy page's database work
+    in the test's thread (``CallerThreadExecutor``)."""
+
     def request(self, **request: Any) -> Any:
         if request.get("PATH_INFO", "").startswith(("/api/", "/v1/")):
             raise AssertionError(
                 "/api/ goes through the API lane in production, not Django's handler: "
                 "use api_client or api_for"
             )
-        return super().request(**request)
+        token = inline_executor.set(CallerThreadExecutor())
+        try:
+            return super().request(**request)
+        finally:
+            inline_executor.reset(token)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agentchat.dashboard import views
+from agentchat.dashboard import reading, views
 
 app_name = "dashboard"
 
@@ -15,7 +15,8 @@ urlpatterns = [
     path("c/<str:name>/", views.channel_page, name="channel"),
     path("c/<str:name>/tasks/", views.channel_tasks, name="channel-tasks"),
     path("c/<str:name>/locks/", views.channel_locks, name="channel-locks"),
-    path("c/<str:name>/state/", views.channel_state, name="channel-state"),
+    path("c/<str:name>/state/", reading.channel_state, name="channel-state"),
+    path("c/<str:name>/m/<int:seq>/", reading.message_page, name="message"),
     path("agents/", views.agents, name="agents"),
     path("search/", views.search_page, name="search"),
     path("approvals/", views.approvals, name="approvals"),

@@ -24,10 +24,9 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import is_agent_name
 from agentchat.core.rules.records import ts_parse
 from agentchat.core.rules.validation import int_parse
+from agentchat.dashboard.budget import Bodies, heavy_page
 from agentchat.dashboard.markdown import markdown_html
-from agentchat.state.markdown import state_markdown
-from agentchat.state.selectors import latest_snapshot, state_summary
-from channels_app import services, whiteboard
+from channels_app import services
 from channels_app.approval_rule import APPROVAL_REQUEST, answer_decides, is_answer, may_decide
 from channels_app.approvals import approvals_pending, approvals_pending_among
 from channels_app.models import Channel, Message
@@ -57,6 +56,7 @@ def _last_messages(names: list[str]) -> dict[str, dict[str, Any]]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@heavy_page
 def channels(request: SignedInRequest) -> HttpResponse:
     """The channel list (unread ones stand out) and the form that creates one."""
     agent = human_agent(request.user)
@@ -128,13 +128,33 @@ def _seq_param(key: str, source: Any) -> int | None:
     return int_parse(source.get(key), field=key, code="INVALID_SEQ", minimum=minimum)
 
 
+def body_shown(message: Message, bodies: Bodies) -> dict[str, Any]:
+    """How a page shows a body within its byte budget (``Bodies``): ``html`` (a message's
+    markdown, rendered) or ``record`` (an audit's or event's JSON, as text) of its excerpt,
+    ``cut`` when that is an excerpt, ``omitted`` when the page's budget left no room; ``size``
+    its length in characters."""
+    taken = bodies.take(message.body)
+    shown: dict[str, Any] = {"html": None, "record": None, "cut": False, "omitted": taken is None}
+    shown["size"] = len(message.body)
+    if taken is not None:
+        text, shown["cut"] = taken
+        if message.kind == Message.Kind.MESSAGE:
+            # Audit and event bodies are JSON records: shown as such, not as markdown.
+            shown["html"] = mark_safe(markdown_html(text))  # sanitized by nh3
+        else:
+            shown["record"] = text
+    return shown
+
+
 def _shown_messages(
-    agent: Agent, channel: Channel, messages: list[Message]
+    agent: Agent, channel: Channel, messages: list[Message], bodies: Bodies | None = None
 ) -> list[dict[str, Any]]:
-    """The messages as the page shows them: rendered bodies, the sender's kind, the parent a
-    reply quotes (parents off the page are loaded in one query), whether a request for
-    approval is still pending (one query), and whether an answer to one decides it or is a
-    comment (``approval_rule.answer_decides``)."""
+    """The messages as the page shows them: rendered bodies (excerpts within the page's
+    budget: ``body_shown``), the sender's kind, the parent a reply quotes (parents off the
+    page are loaded in one query), whether a request for approval is still pending (one
+    query), and whether an answer to one decides it or is a comment
+    (``approval_rule.answer_decides``)."""
+    bodies = bodies or Bodies()
     parents_wanted = {m.reply_to for m in messages if m.reply_to is not None}
     on_page = {m.seq: m for m in messages}
     missing = parents_wanted - on_page.keys()
@@ -155,10 +175,7 @@ def _shown_messages(
         shown.append(
             {
                 "m": message,
-                # Audit and event bodies are JSON records: shown as such, not as markdown.
-                "html": mark_safe(markdown_html(message.body))  # sanitized by nh3
-                if message.kind == Message.Kind.MESSAGE
-                else None,
+                **body_shown(message, bodies),
                 "kind": message.sender_kind,
                 "relevant": message.is_relevant_to(agent.name),
                 "pending": message.seq in pending,
@@ -180,6 +197,7 @@ def _shown_messages(
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
     """A channel's latest messages (or those before ``?before=``), the first one I have not
     read marked, a post form. Opening it moves no cursor."""
@@ -190,7 +208,8 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
     messages = message_list_before(channel=channel, before=before, limit=PAGE_MESSAGES)
     cursor = cursor_get(agent=agent, channel=channel)
-    shown = _shown_messages(agent, channel, messages)
+    bodies = Bodies()
+    shown = _shown_messages(agent, channel, messages, bodies)
     first_unread = next(
         (item["m"].seq for item in shown if item["m"].seq > cursor and item["relevant"]), None
     )
@@ -208,6 +227,7 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
             "older": messages[0].seq if messages and messages[0].seq > 1 else None,
             "live": before is None,
             "reply_to": request.GET.get("reply_to", ""),
+            "budget_used": bodies.used_up,
         },
     )
 
@@ -253,6 +273,7 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
 
 
 @require_http_methods(["GET"])
+@heavy_page
 def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
     """The messages after ``?after=`` as HTML for the live page (what a websocket frame makes it
     fetch: the page never inserts a frame's own body). 403 when not signed in. The header
@@ -297,6 +318,7 @@ def _expiry(text: str | None, now: datetime) -> dict[str, Any] | None:
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
     """The tasks board: a column per status; owners, leases counting down (expired ones
     flagged), dependencies and what blocks each task; ready tasks stand out."""
@@ -333,6 +355,7 @@ def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def channel_locks(request: SignedInRequest, name: str) -> HttpResponse:
     """The channel's path locks, active and expired: owner, paths, expiry."""
     agent, channel = _channel_or_404(request, name)
@@ -366,6 +389,7 @@ PRESENCE_ROWS = 5000
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def agents(request: SignedInRequest) -> HttpResponse:
     """Every agent with its presence across the channels I may see (``presence_seen_by``):
     last active, the latest status event, the latest capabilities; and its registration
@@ -386,47 +410,12 @@ def agents(request: SignedInRequest) -> HttpResponse:
     )
 
 
-@login_required
-@require_http_methods(["GET"])
-def channel_state(request: SignedInRequest, name: str) -> HttpResponse:
-    """The derived state summary of the channel, rendered (and when it was last compacted)."""
-    agent, channel = _channel_or_404(request, name)
-    summary = state_summary(channel=channel)
-    snapshot = latest_snapshot(channel)
-    return render(
-        request,
-        "dashboard/state.html",
-        {
-            "agent": agent,
-            "channel": channel,
-            "tab": "state",
-            "html": mark_safe(markdown_html(state_markdown(summary))),  # sanitized by nh3
-            "snapshot": snapshot,
-            "whiteboard": _shown_whiteboard(channel),
-        },
-    )
-
-
-def _shown_whiteboard(channel: Channel) -> list[dict[str, Any]]:
-    """The channel's whiteboard entries (EP-0118) for the state page: each value as indented
-    JSON text (escaped by the template), who wrote it and when."""
-    return [
-        {
-            "key": entry.key,
-            "value": json.dumps(json.loads(entry.value_json), ensure_ascii=False, indent=2),
-            "updated_by": entry.updated_by,
-            "updated_at": entry.updated_at,
-            "audit_seq": entry.audit_seq,
-        }
-        for entry in whiteboard.entries_of(channel)
-    ]
-
-
 ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
 
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def approvals(request: SignedInRequest) -> HttpResponse:
     """The pending approval requests across the channels I may see (or of ``?channel=``), each
     with Approve and Reject (and an optional comment)."""
@@ -436,11 +425,12 @@ def approvals(request: SignedInRequest) -> HttpResponse:
         agent, channel = _channel_or_404(request, request.GET["channel"])
     pending, more = approvals_pending(viewer=agent.name, limit=PAGE_MESSAGES * 4, channel=channel)
     shown = []
+    bodies = Bodies()
     for message in pending:
         shown.append(
             {
                 "m": message,
-                "html": mark_safe(markdown_html(message.body)),  # sanitized by nh3
+                **body_shown(message, bodies),
                 "maintainer": message.channel.maintainer,
                 "decides": may_decide(
                     agent.name,
@@ -454,7 +444,13 @@ def approvals(request: SignedInRequest) -> HttpResponse:
     return render(
         request,
         "dashboard/approvals.html",
-        {"agent": agent, "pending": shown, "more": more, "channel": channel},
+        {
+            "agent": agent,
+            "pending": shown,
+            "more": more,
+            "channel": channel,
+            "budget_used": bodies.used_up,
+        },
     )
 
 
@@ -493,6 +489,7 @@ def approval_answer(request: SignedInRequest, name: str, seq: int) -> HttpRespon
 
 @login_required
 @require_http_methods(["GET"])
+@heavy_page
 def search_page(request: SignedInRequest) -> HttpResponse:
     """Search messages (title and body) everywhere I may see, or in one channel."""
     agent = human_agent(request.user)
@@ -508,12 +505,7 @@ def search_page(request: SignedInRequest) -> HttpResponse:
         except AppError as exc:
             context["error"] = exc
             return render(request, "dashboard/search.html", context, status=400)
-        context.update(results=_shown_search(found), more=more)
+        bodies = Bodies()
+        results = [{"m": message, **body_shown(message, bodies)} for message in found]
+        context.update(results=results, more=more, budget_used=bodies.used_up)
     return render(request, "dashboard/search.html", context)
-
-
-def _shown_search(found: list[Message]) -> list[dict[str, Any]]:
-    return [
-        {"m": message, "html": mark_safe(markdown_html(message.body))}  # sanitized by nh3
-        for message in found
-    ]

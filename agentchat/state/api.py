@@ -5,8 +5,10 @@ is a 404 CHANNEL_NOT_FOUND to a non-member, exactly as one that does not exist."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -25,6 +27,7 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import ts_seconds
 from agentchat.models import StateSnapshot
 from agentchat.state import selectors, services
+from agentchat.state.bounded import api_marker, summary_bounded
 from agentchat.state.markdown import state_markdown
 from agentchat.state.summary import summary_counts
 from channels_app import whiteboard
@@ -37,6 +40,7 @@ TAG = ["state"]
 FORMATS = ("json", "md")
 STRICT_WORDS = {"": False, "0": False, "false": False, "1": True, "true": True}
 MARKDOWN = "text/markdown; charset=utf-8"
+JSON = "application/json"
 
 
 class MarkdownRenderer(BaseRenderer):
@@ -101,12 +105,61 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _json(data: Any, status: int = http.HTTP_200_OK) -> HttpResponse:
-    return HttpResponse(json_bytes(_sorted(data)), status=status, content_type="application/json")
+TRUNCATED_HEADER = "AgentChat-Truncated"  # "1" when a bounded answer shortened texts
+Render = Callable[[dict[str, Any], bool], bytes]
 
 
-def _markdown(text: str) -> HttpResponse:
-    return HttpResponse(text.encode("utf-8"), content_type=MARKDOWN)
+def _bounded(
+    summary: dict[str, Any], render: Render, *, status: int = http.HTTP_200_OK, media: str
+) -> HttpResponse:
+    """The answer ``render(summary, truncated)`` makes, within AGENTCHAT_STATE_MAX_BYTES
+    (``agentchat.state.bounded``): as it is when it fits, else with its message texts
+    shortened and the header ``AgentChat-Truncated: 1``. Raises STATE_TOO_LARGE."""
+    body, truncated = summary_bounded(
+        summary, render, max_bytes=settings.AGENTCHAT_STATE_MAX_BYTES, marker=api_marker
+    )
+    response = HttpResponse(body, status=status, content_type=media)
+    if truncated:
+        response[TRUNCATED_HEADER] = "1"
+    return response
+
+
+def _json_of(
+    extra: dict[str, Any],
+    *,
+    summary_as: str = "fields",
+    markdown: str | None = None,
+    last: dict[str, Any] | None = None,
+) -> Render:
+    """A renderer of a JSON answer: ``extra`` and the summary (``summary_as``: its fields
+    spread, ``"summary"``: under that key, ``""``: not at all), keys sorted at every level. With
+    ``markdown`` (the stored one) the answer has it, or once shortened the shortened summary's;
+    a shortened answer says ``"truncated": true``. ``last``: keys put after the sorted ones,
+    their values as they are (the whiteboard's, whose own keys keep their order)."""
+
+    def render(summary: dict[str, Any], truncated: bool) -> bytes:
+        data = dict(extra)
+        if summary_as == "fields":
+            data.update(summary)
+        elif summary_as:
+            data[summary_as] = summary
+        if markdown is not None:
+            data["markdown"] = state_markdown(summary) if truncated else markdown
+        if truncated:
+            data["truncated"] = True
+        return json_bytes({**_sorted(data), **(last or {})})
+
+    return render
+
+
+def _markdown_of(markdown: str | None = None) -> Render:
+    """A renderer of the markdown answer: ``markdown`` (the stored one) while whole."""
+
+    def render(summary: dict[str, Any], truncated: bool) -> bytes:
+        whole = markdown if markdown is not None and not truncated else None
+        return (whole if whole is not None else state_markdown(summary)).encode("utf-8")
+
+    return render
 
 
 def snapshot_to_dict(snapshot: StateSnapshot, *, channel: str) -> dict[str, Any]:
@@ -184,6 +237,10 @@ class StateOutput(serializers.Serializer):
     owners = serializers.DictField(child=OwnerOutput())
     path_locks = LockOutput(many=True)
     topic = serializers.CharField()
+    truncated = serializers.BooleanField(
+        required=False,
+        help_text="only when true: long message texts were shortened (AGENTCHAT_STATE_MAX_BYTES)",
+    )
     verification = VerificationOutput(many=True)
     whiteboard = WhiteboardEntryOutput(
         many=True,
@@ -209,6 +266,10 @@ class CompactOutput(serializers.Serializer):
     markdown = serializers.CharField(help_text="what a synced folder's state.md holds")
     open_tasks_count = serializers.IntegerField()
     path_locks_count = serializers.IntegerField()
+    truncated = serializers.BooleanField(
+        required=False,
+        help_text="only when true: the markdown (and summary) are shortened, see the summary",
+    )
 
 
 class SnapshotOutput(CompactOutput):
@@ -245,7 +306,9 @@ class StateApi(APIView):
             (200, "application/json"): StateOutput,
             (200, "text/markdown"): {"type": "string"},
         },
-        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "STATE_MALFORMED_SOURCE"),
+        extensions=raises(
+            "UNKNOWN_FIELD", "INVALID_VALUE", "STATE_MALFORMED_SOURCE", "STATE_TOO_LARGE"
+        ),
         summary="The channel's state summary (the reference CLI's `state`), JSON or markdown",
         description=(
             "The seven sections of the reference CLI's `agent-chat state`: goal and topic, "
@@ -254,7 +317,12 @@ class StateApi(APIView):
             "for a synced folder of the channel; the JSON has the keys of its `state --json`, "
             "keys sorted (`created_at` is the channel's creation time, `generated_at` now), "
             "and `whiteboard` (the channel's EP-0118 whiteboard entries) when there are any. "
-            "Same data, same bytes (but `generated_at`). Derived, never stored: see compact."
+            "Same data, same bytes (but `generated_at`). Derived, never stored: see compact. "
+            "Bounded: an answer over AGENTCHAT_STATE_MAX_BYTES (1 MiB) has its long message "
+            "texts shortened, each ending in `… [truncated by the server: N characters in all; "
+            'the whole text is message #0012]`, the JSON with `"truncated": true` and the '
+            "response with `AgentChat-Truncated: 1` (docs/state.md); 409 STATE_TOO_LARGE when "
+            "even that does not fit."
         ),
     )
     @query_parameters(_format_parameter("the summary"), STRICT_PARAMETER)
@@ -264,12 +332,10 @@ class StateApi(APIView):
         channel = channel_get(name, viewer=request.user.name)
         summary = selectors.state_summary(channel=channel, strict=strict)
         if wanted == "md":
-            return _markdown(state_markdown(summary))
-        body = _sorted(summary)
+            return _bounded(summary, _markdown_of(), media=MARKDOWN)
         # Last (the keys stay sorted), and as written: the values' own keys keep their order.
-        if entries := whiteboard.entries_all(channel):
-            body["whiteboard"] = entries
-        return HttpResponse(json_bytes(body), content_type="application/json")
+        last = {"whiteboard": entries} if (entries := whiteboard.entries_all(channel)) else {}
+        return _bounded(summary, _json_of({}, last=last), media=JSON)
 
 
 class CompactApi(APIView):
@@ -288,7 +354,9 @@ class CompactApi(APIView):
             "message from the caller, in one transaction. The audit's body is the reference's: "
             "`blockers_count, channel, compacted_at, decisions_count, event, last_seq, "
             "open_tasks_count, path_locks_count`, `last_seq` being the seq before the audit. "
-            "Nothing is deleted, edited or truncated. `strict`: as for the summary."
+            "Nothing is deleted, edited or truncated. `strict`: as for the summary. The answer's "
+            "markdown is bounded as the summary's is (`truncated: true`; empty when even "
+            "shortened it does not fit); the stored one, a folder's state.md, stays whole."
         ),
     )
     @query_parameters()
@@ -298,8 +366,22 @@ class CompactApi(APIView):
         snapshot = services.state_compact(
             channel=channel, actor=request.user.name, strict=data["strict"]
         )
-        body = {**snapshot_to_dict(snapshot, channel=channel.name), "markdown": snapshot.markdown}
-        return _json(body, status=http.HTTP_201_CREATED)
+        counts = snapshot_to_dict(snapshot, channel=channel.name)
+        try:
+            return _bounded(
+                snapshot.summary,
+                _json_of(counts, summary_as="", markdown=snapshot.markdown),
+                status=http.HTTP_201_CREATED,
+                media=JSON,
+            )
+        except AppError as exc:
+            if exc.code != "STATE_TOO_LARGE":
+                raise
+            # Committed: the answer says so, without the markdown that cannot fit.
+            body = json_bytes(_sorted({**counts, "markdown": "", "truncated": True}))
+            response = HttpResponse(body, status=http.HTTP_201_CREATED, content_type=JSON)
+            response[TRUNCATED_HEADER] = "1"
+            return response
 
 
 class SnapshotApi(APIView):
@@ -312,9 +394,14 @@ class SnapshotApi(APIView):
             (200, "application/json"): SnapshotOutput,
             (200, "text/markdown"): {"type": "string"},
         },
-        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "STATE_RECORD_NOT_FOUND"),
+        extensions=raises(
+            "UNKNOWN_FIELD", "INVALID_VALUE", "STATE_RECORD_NOT_FOUND", "STATE_TOO_LARGE"
+        ),
         summary="The latest compaction: its counts, markdown and summary",
-        description="404 STATE_RECORD_NOT_FOUND when the channel was never compacted.",
+        description=(
+            "404 STATE_RECORD_NOT_FOUND when the channel was never compacted. Bounded as the "
+            "summary is (AGENTCHAT_STATE_MAX_BYTES: `truncated: true`, 409 STATE_TOO_LARGE)."
+        ),
     )
     @query_parameters(_format_parameter("the stored markdown"))
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
@@ -322,10 +409,10 @@ class SnapshotApi(APIView):
         channel = channel_get(name, viewer=request.user.name)
         snapshot = selectors.snapshot_get(channel)
         if wanted == "md":
-            return _markdown(snapshot.markdown)
-        body = {
-            **snapshot_to_dict(snapshot, channel=channel.name),
-            "markdown": snapshot.markdown,
-            "summary": snapshot.summary,
-        }
-        return _json(body)
+            return _bounded(snapshot.summary, _markdown_of(snapshot.markdown), media=MARKDOWN)
+        counts = snapshot_to_dict(snapshot, channel=channel.name)
+        return _bounded(
+            snapshot.summary,
+            _json_of(counts, summary_as="summary", markdown=snapshot.markdown),
+            media=JSON,
+        )

@@ -8,10 +8,14 @@ looked at before each chunk; once ``CHECKPOINT_ROWS`` or more were folded the fo
 again, after each chunk of a long history too, and when the budget runs out, so that a request
 stopped by its budget (WORK_BUDGET_EXCEEDED) has kept its progress and the next one goes on
 from there (a statement the database aborted loses at most the chunk it was loading). A summary of a
-channel with a few new messages writes nothing.
+channel with a few new messages writes nothing. The process also keeps the folds it made
+(``agentchat.state.fold_cache``): the next summary goes on from the furthest of the three, and
+reads a stored fold only when it is further than the kept one.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db import IntegrityError
 
@@ -19,6 +23,7 @@ from agentchat.core.db.heavy import budget_check, budget_paused
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.rules.errors import AppError
 from agentchat.models import StateFold, StateSnapshot
+from agentchat.state.fold_cache import FOLDS
 from agentchat.state.messages import MessageFold, message_views
 from channels_app.models import Channel
 
@@ -26,28 +31,32 @@ FOLD_CHUNK = 500  # messages folded between two looks at the budget
 CHECKPOINT_ROWS = 200  # messages folded since the stored fold that make it worth storing again
 
 
-def _stored(model: type[StateFold] | type[StateSnapshot], channel: Channel) -> MessageFold | None:
-    if model is StateSnapshot:
-        state = (
-            StateSnapshot.objects.filter(channel=channel)
-            .order_by("-id")
-            .values_list("fold", flat=True)
-            .first()
-        )
-    else:
-        state = StateFold.objects.filter(channel=channel).values_list("fold", flat=True).first()
-    return MessageFold.from_state(state)
+def _stored(channel: Channel) -> list[tuple[int, Any]]:
+    """(last_seq, a queryset of its fold) of the channel's checkpoint and latest compaction."""
+    found = []
+    snapshot = StateSnapshot.objects.filter(channel=channel).order_by("-id")[:1]
+    checkpoint = StateFold.objects.filter(channel=channel)
+    for rows in (checkpoint, snapshot):
+        last_seq = rows.values_list("last_seq", flat=True).first()
+        if last_seq is not None:
+            found.append((last_seq, rows))
+    return found
 
 
 def fold_resumed(channel: Channel) -> MessageFold:
-    """The furthest stored fold of the channel (its checkpoint or its latest compaction's), to
-    go on from (messages are immutable), or an empty one."""
-    folds = [
-        fold
-        for fold in (_stored(StateFold, channel), _stored(StateSnapshot, channel))
-        if fold is not None
-    ]
-    return max(folds, key=lambda fold: fold.last_seq, default=None) or MessageFold()
+    """The furthest fold of the channel to go on from (messages are immutable): the one this
+    process keeps (``fold_cache``), else its checkpoint or its latest compaction's (only the
+    further one is read), or an empty one."""
+    kept = FOLDS.get(channel)
+    stored = sorted(_stored(channel), key=lambda item: item[0], reverse=True)
+    further = not stored or (kept is not None and kept.last_seq >= stored[0][0])
+    if kept is not None and kept.last_seq <= channel.last_seq and further:
+        return kept
+    for _, rows in stored:
+        fold = MessageFold.from_state(rows.values_list("fold", flat=True).first())
+        if fold is not None:
+            return fold
+    return MessageFold()
 
 
 @write_atomic()
@@ -91,4 +100,5 @@ def fold_caught_up(channel: Channel) -> tuple[MessageFold, int]:
             checkpoint_store(channel, fold)
             unsaved = 0
         if done:
+            FOLDS.put(channel, fold)
             return fold, folded

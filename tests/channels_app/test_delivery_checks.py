@@ -19,7 +19,7 @@ from agentchat.core.identity import services as core_services
 from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import ApiToken
 from channels_app.services import channel_create, message_post
-from tests.conftest import in_thread
+from tests.conftest import PagesClient, in_thread
 
 HOST = (b"host", b"testserver")
 
@@ -112,7 +112,7 @@ def browser_session_of(
     django_user_model, username: str
 ) -> tuple[Client, list[tuple[bytes, bytes]]]:
     user = django_user_model.objects.create_user(username, password="pw-123456", is_staff=True)
-    browser = Client()
+    browser = PagesClient()
     browser.force_login(user)
     cookie = browser.cookies[django_settings.SESSION_COOKIE_NAME].value
     headers = [

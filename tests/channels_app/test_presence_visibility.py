@@ -6,9 +6,9 @@ showed "just now")."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from channels_app.presence import presence_seen_by
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def test_the_agents_page_does_not_show_a_non_member_that_carol_was_just_seen(
     carol_busy_in_secret, django_user_model
 ):
     ann = django_user_model.objects.create_user("Ann Lee", password="s3cret-pw")
-    browser = Client()
+    browser = PagesClient()
     browser.force_login(ann)
     text = browser.get("/agents/").content.decode()
     row = text[text.index('id="agent-carol"') :]

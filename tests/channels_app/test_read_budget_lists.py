@@ -6,11 +6,11 @@ sent."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from agentchat.core.identity.humans import human_agent
 from channels_app import approvals, search, services
 from channels_app.models import Channel, Message
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def ops(alice):
 @pytest.fixture
 def browser(django_user_model):
     user = django_user_model.objects.create_user("ann", password="pw")
-    client = Client()
+    client = PagesClient()
     client.force_login(user)
     client.agent = human_agent(user)
     return client

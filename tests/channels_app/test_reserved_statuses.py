@@ -5,12 +5,12 @@ API, the dashboard and the service, with STATUS_RESERVED; the audit path still t
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from agentchat.core.rules.audit import AUDIT_STATUSES, RESERVED_PREFIXES, is_reserved
 from agentchat.core.rules.errors import AppError
 from channels_app import services
 from channels_app.models import Channel, Message
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +46,7 @@ def test_an_audit_status_is_refused_on_a_post(alice, status):
 
 @pytest.mark.parametrize("status", AUDIT_STATUSES)
 def test_the_dashboard_refuses_it_too(alice, django_user_model, status):
-    browser = Client(enforce_csrf_checks=True)
+    browser = PagesClient(enforce_csrf_checks=True)
     browser.force_login(django_user_model.objects.create_user("ann", password="pw"))
     token = browser.get("/").cookies["csrftoken"].value
     r = browser.post("/c/ops/post/", {"title": "t", "status": status, "csrfmiddlewaretoken": token})

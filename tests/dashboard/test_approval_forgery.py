@@ -10,6 +10,7 @@ from django.test import Client
 
 from agentchat.core.identity.humans import human_agent
 from channels_app.models import Channel, Message
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +36,7 @@ def pending(client) -> list[int]:
 
 
 def person(django_user_model, name: str) -> Client:
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     client.force_login(django_user_model.objects.create_user(name, password="pw"))
     client.agent = human_agent(django_user_model.objects.get(username=name))
     client.token = client.get("/").cookies["csrftoken"].value

@@ -5,12 +5,12 @@ one. The API lists them; the dashboard answers them."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from agentchat.core.identity.humans import human_agent
 from agentchat.core.models import Agent
 from channels_app import services
 from channels_app.models import Channel
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +102,7 @@ def test_the_limit_cuts_and_says_more(alice):
 @pytest.fixture
 def browser(django_user_model):
     user = django_user_model.objects.create_user("ann", password="pw")
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     client.force_login(user)
     client.agent = human_agent(user)
     return client

@@ -4,9 +4,9 @@ a visible mark (the sanitizer lets that mark through and nothing else of its kin
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from agentchat.dashboard.markdown import markdown_html
+from tests.conftest import PagesClient
 from tests.state.scenario import imported_message
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def test_a_body_with_an_override_is_shown_with_the_mark(api_for, django_user_mod
 
     imported_message(Channel.objects.get(name=channel), 2, title="old \ufefftitle", body="b",
                      frontmatter=[], imported=True)  # fmt: skip
-    browser = Client()
+    browser = PagesClient()
     browser.force_login(django_user_model.objects.create_user("ann", password="pw"))
     response = browser.get("/c/ops/")
     page = response.content.decode()
@@ -58,7 +58,7 @@ def test_the_agents_page_marks_invisible_characters_in_names_and_statuses(
         last_sent_at=timezone.now(), harness="evil\u202eharness", status="busy",
         detail="work \u202edetail", primitives=["wait"],
     )  # fmt: skip
-    browser = Client()
+    browser = PagesClient()
     browser.force_login(django_user_model.objects.create_user("ann", password="pw"))
     page = browser.get("/agents/").content.decode()
     zwj = '<span class="invisible-char" title="U+200D ZERO WIDTH JOINER">U+200D</span>'

@@ -4,11 +4,11 @@ sender's identity on the server, never from the request."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from agentchat.core.identity.humans import human_agent
 from agentchat.folder import render
 from channels_app import services
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def test_a_page_post_is_human_an_api_post_is_agent_and_the_request_cannot_say(
     alice = api_for("alice")
     assert alice.post("/api/v1/channels/", {"name": "room"}, format="json").status_code == 201
     ann = django_user_model.objects.create_user("ann", password="pw")
-    browser = Client(enforce_csrf_checks=True)
+    browser = PagesClient(enforce_csrf_checks=True)
     browser.force_login(ann)
     token = browser.get("/").cookies["csrftoken"].value
     r = browser.post("/c/room/post/", {"title": "from a person", "csrfmiddlewaretoken": token})

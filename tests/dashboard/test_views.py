@@ -13,6 +13,7 @@ from channels_app import services
 from channels_app.events import event_request_parse
 from channels_app.models import Channel, Cursor
 from locks_app.selectors import lock_paths_parse
+from tests.conftest import PagesClient
 from tests.tasks_app.helpers import lasting
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def ann(django_user_model):
 
 @pytest.fixture
 def browser(ann) -> Client:
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     client.force_login(ann)
     return client
 
@@ -38,7 +39,7 @@ def test_anonymous_pages_redirect_to_the_sign_in_form(client, path):
 
 
 def test_signing_in_makes_the_human_agent_and_opens_the_channel_list(ann):
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     form = client.get("/signin/")
     assert form.status_code == 200
     token = form.cookies["csrftoken"].value
@@ -58,7 +59,7 @@ def test_signing_in_makes_the_human_agent_and_opens_the_channel_list(ann):
 
 
 def test_a_sign_in_without_the_csrf_token_is_refused(ann):
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     r = client.post("/signin/", {"username": "Ann Lee", "password": "s3cret-pw"})
     assert r.status_code == 403
 

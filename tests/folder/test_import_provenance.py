@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.test import Client
 
 from agentchat.core.identity.humans import human_agent
 from agentchat.folder.sync import folder_sync
 from channels_app.models import Message
+from tests.conftest import PagesClient
 from tests.folder.test_import import import_folder
 from tests.reference import ref, require_reference
 
@@ -65,7 +65,7 @@ def assert_stored_as_imported(request_seq: int, api_for, django_user_model) -> s
     ]
     listed = api.get("/api/v1/channels/ops/messages/").json()["messages"]
     assert all(m["imported"] is True and m["sender_kind"] == "agent" for m in listed)
-    browser = Client()
+    browser = PagesClient()
     user = django_user_model.objects.create_user("ann", password="pw")
     human_agent(user)
     browser.force_login(user)

@@ -294,6 +294,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "strict state: a message the reference's state or event read cannot get through",
     ),
     ("STATE_RECORD_NOT_FOUND", 404, "the channel was never compacted (no stored state)"),
+    (
+        "STATE_TOO_LARGE",
+        409,
+        "the summary is over AGENTCHAT_STATE_MAX_BYTES even with every message text shortened",
+    ),
     # --- the folder sync (manage.py sync_folder)
     (
         "SYNC_ROOT_FOREIGN",
