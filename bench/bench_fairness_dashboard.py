@@ -1,4 +1,6 @@
-"""The dashboard hog beside the per-kind hogs of bench_fairness.py (issue 17). Fairness benchmark: one agent looping a heavy request must not stall another agent's posts
+"""The dashboard hog beside the per-kind hogs of bench_fairness.py (issue 17).
+
+Fairness benchmark: one agent looping a heavy request must not stall another agent's posts
 and peeks (target: the victim's p99 under 300 ms).
 
     .venv/bin/python bench/bench_fairness.py [--seconds 4] [--messages 5000] [--json PATH]

@@ -42,6 +42,13 @@ from agentchat.state.bounded import text_cut
 
 # One heavy page at a time per signed-in person, as the API lane's gate does per token.
 PAGE_GATE = HeavyGate()
+
+
+def page_key(user_pk: int) -> bytes:
+    """``PAGE_GATE``'s key of a signed-in person's pages."""
+    return f"user:{user_pk}".encode()
+
+
 # A body in a list (a channel's page, search, approvals, the live fragment) shows at most this
 # many bytes of its markdown; the rest is a link away.
 EXCERPT_BYTES = 4096
@@ -84,16 +91,17 @@ def heavy_page(
             if not _methods_heavy(methods, request.method) or not user.is_authenticated:
                 return await plain(request, *args, **kwargs)
             request.user = user  # resolved once: the view does not look it up again
-            key = HeavyGate.key(f"user:{user.pk}")
+            key = page_key(user.pk)
 
             async def run() -> HttpResponse:
                 async with _page_slots():
                     return await run_db_heavy(_budgeted, view, request, args, kwargs)
 
             try:
-                response: HttpResponse = await PAGE_GATE.run(key, run)
+                response = await PAGE_GATE.run(key, run)
             except AppError as exc:  # HEAVY_REQUEST_BUSY: this person's pages are queued
                 return await sync_to_async(refusal_page)(request, exc)
+            assert response is not None  # None only for a request gone while waiting
             return response
 
         return page

@@ -15,7 +15,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from agentchat.core.db.heavy import HeavyGate
 from agentchat.dashboard import budget, reading, views
 from agentchat.dashboard.reading import body_parts
 from agentchat.state.markdown import state_markdown
@@ -263,7 +262,7 @@ def test_a_page_holds_no_short_request_thread_and_one_heavy_thread_per_person(
     monkeypatch.setattr(reading, "state_summary", held)
     ann_cookie, ben_cookie = session_cookie(ann), session_cookie(ben)
     api = [(b"authorization", f"Bearer {token}".encode()), (b"content-type", b"application/json")]
-    ann_key = HeavyGate.key(f"user:{ann.pk}")
+    ann_key = budget.page_key(ann.pk)
 
     async def main() -> dict[str, Any]:
         loop = asyncio.get_running_loop()
