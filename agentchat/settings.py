@@ -334,6 +334,8 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         "ReceiptStatusEnum": ["delivered", "processed", "read", "rejected"],
         "StatusEnum": "tasks_app.selectors.STATUSES",  # the tasks' keep the plain name
         "EnvelopeKindEnum": ["message", "contact.share", "receipt"],
+        "SignalTypeEnum": "channels_app.services.SIGNAL_TYPES",
+        "ContactEventTypeEnum": ["contact.upsert"],
     },
     # Every operation's error responses from the one error table (agentchat.core.http.schema).
     "POSTPROCESSING_HOOKS": [

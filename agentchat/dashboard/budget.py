@@ -6,8 +6,9 @@ message, the agents, approvals, search, the live fragment) is a ``heavy_page``: 
 
 - on the heavy requests' pool (``run_db_heavy``), never on the threads that the API's short
   requests wait for (``run_db``); while it waits for that pool it holds no thread of its own;
-- one at a time per signed-in person (``PAGE_GATE``, keyed by the user, whose human agent the
-  page acts as): more wait, past AGENTCHAT_HEAVY_QUEUE_PER_AGENT a page says "busy" (429);
+- one at a time per signed-in person, through the API's heavy gate (``heavy_gate``, keyed by
+  the user: ``page_key``), so that pages share its fair dispatch and never take the thread it
+  keeps for peeks: more wait, past AGENTCHAT_HEAVY_QUEUE_PER_AGENT a page says "busy" (429);
 - at most AGENTCHAT_PAGE_CONCURRENCY (1) of all the people's pages at once: measured with three
   people looping a page of 170 KB of markdown beside an agent posting and peeking, two pages at
   once (both heavy threads rendering, contending for the interpreter's lock with the agent's
@@ -34,18 +35,17 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agentchat.core.db.heavy import HeavyGate, budget_check, work_budget
+from agentchat.core.db.heavy import budget_check, heavy_gate, work_budget
 from agentchat.core.db.transactions import run_db_heavy
 from agentchat.core.identity.humans import human_agent
 from agentchat.core.rules.errors import AppError
 from agentchat.state.bounded import text_cut
 
+
 # One heavy page at a time per signed-in person, as the API lane's gate does per token.
-PAGE_GATE = HeavyGate()
-
-
 def page_key(user_pk: int) -> bytes:
-    """``PAGE_GATE``'s key of a signed-in person's pages."""
+    """The heavy gate's key of a signed-in person's pages (the API's keys are ``a<id>`` and
+    digests: never this)."""
     return f"user:{user_pk}".encode()
 
 
@@ -98,7 +98,7 @@ def heavy_page(
                     return await run_db_heavy(_budgeted, view, request, args, kwargs)
 
             try:
-                response = await PAGE_GATE.run(key, run)
+                response = await heavy_gate().run(key, run)
             except AppError as exc:  # HEAVY_REQUEST_BUSY: this person's pages are queued
                 return await sync_to_async(refusal_page)(request, exc)
             assert response is not None  # None only for a request gone while waiting

@@ -9,13 +9,14 @@ from django.test import Client
 
 from channels_app import services
 from channels_app.models import Channel
+from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def browser(django_user_model) -> Client:
-    client = Client(enforce_csrf_checks=True)
+    client = PagesClient(enforce_csrf_checks=True)
     client.force_login(django_user_model.objects.create_user("ann", password="s3cret-pw"))
     return client
 
