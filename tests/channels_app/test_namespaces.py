@@ -283,3 +283,25 @@ def test_the_clients_websocket_wait_follows_the_namespaces(live, make_agent, mon
     parent.start()
     parent.join(20)  # its cursor is at 0: the three are there, all relevant to alice
     assert results["alice"] == ["to alice.popper", "to alice", "to alice.critic"]
+
+
+@pytest.mark.django_db
+def test_no_token_acts_as_a_person_through_the_header(session, api_for):
+    # A person signed in as `carol` beside an agent `carol` is `carol.human`, under the agent's
+    # name (the hostile run): the agent's token acting as it would answer approvals as a person.
+    Agent.objects.create(name="carol.human", kind=Agent.Kind.HUMAN)
+    carol = as_(api_for("carol"), "carol.human")
+    for r in (
+        carol.get("/api/v1/me/"),
+        carol.post(f"{BASE}/messages/", {"title": "t", "status": "approved"}, format="json"),
+    ):
+        assert error_code(r) == "ACTING_AS_FORBIDDEN"
+    assert not Message.objects.filter(sender="carol.human").exists()
+
+
+@pytest.mark.django_db
+def test_a_persons_sub_agents_are_agents(session, make_agent):
+    # A person's token acting as `pat.bot` must not make a second person who could decide
+    # pat's own approval requests.
+    pat = Agent.objects.create(name="pat", kind=Agent.Kind.HUMAN)
+    assert identity_services.agent_acting(pat, "pat.bot").kind == Agent.Kind.AGENT

@@ -148,9 +148,12 @@ def _is_admin_digest(digest: str) -> bool:
 def agent_acting(agent: Agent, name: str | None) -> Agent:
     """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
     is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
-    ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use with the
-    parent's kind (at most SUBAGENTS_MAX of them). A sub-agent's token never acts as its
-    parent, nor any token as a sibling. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
+    ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use (at most
+    SUBAGENTS_MAX of them). A sub-agent's token never acts as its parent, nor any token as a
+    sibling. A sub-agent is always an agent, never a person: no token acts as a person's agent
+    that happens to be named under it (``carol.human``, a person's agent beside an agent
+    ``carol``), and a person's token makes sub-agents of kind agent, so that no one answers an
+    approval as a person through a header. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
     SUBAGENTS_TOO_MANY."""
     if name is None or name == agent.name:
         return agent
@@ -163,6 +166,12 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
             detail={"as": name, "agent": agent.name},
         )
     existing = Agent.objects.filter(name=name).first()
+    if existing is not None and existing.kind != Agent.Kind.AGENT:
+        raise AppError(
+            "ACTING_AS_FORBIDDEN",
+            f"{name!r} is a person's agent: no token acts as a person",
+            detail={"as": name, "agent": agent.name},
+        )
     if existing is not None:
         return existing
     with write_atomic():
@@ -172,7 +181,7 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
                 f"{agent.name!r} has {SUBAGENTS_MAX} sub-agents, as many as an agent may",
                 detail={"as": name, "agent": agent.name, "max": SUBAGENTS_MAX},
             )
-        sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": agent.kind})
+        sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": Agent.Kind.AGENT})
     return sub
 
 
