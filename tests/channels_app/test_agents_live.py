@@ -8,6 +8,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 from django.db import connection
 
 from channels_app.models import Message
@@ -119,9 +120,9 @@ def test_fifty_concurrent_posts_against_a_limit_of_ten_accept_ten(transactional_
 def test_the_limit_holds_across_two_processes_sharing_postgresql_and_redis(
     transactional_db, make_agent
 ):
-    require_service(
-        "PostgreSQL", connection.vendor == "postgresql", "two processes share one database"
-    )
+    if connection.vendor != "postgresql":
+        # Two server processes share one database: the run on PostgreSQL (.ci/run) has this.
+        pytest.skip("two processes share one PostgreSQL database (.ci/run runs this there)")
     url = redis_url_for_tests()
     require_service("Redis", redis_reachable(url), f"no Redis at {url}")
     _, token = make_agent("flooder")
