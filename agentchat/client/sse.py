@@ -37,7 +37,8 @@ def parse_events(chunks: Iterator[bytes]) -> Iterator[tuple[str, str | None, str
     """The events of a Server-Sent Events byte stream as (event type, id or None, data), in the
     order the standard parses them (comments skipped, a blank line dispatches)."""
     buffer = b""
-    kind, event_id, data, size = "message", None, [], 0
+    kind, event_id, size = "message", None, 0
+    data: list[str] = []
     for chunk in chunks:
         buffer += chunk
         while True:

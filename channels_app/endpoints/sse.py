@@ -113,9 +113,7 @@ def follow_wanted(scope: dict[str, Any]) -> bool:
     if follow is None or follow == "":
         return asks_event_stream(scope)
     if follow not in ("true", "false"):
-        raise AppError(
-            "INVALID_VALUE", "follow must be true or false", detail={"field": "follow"}
-        )
+        raise AppError("INVALID_VALUE", "follow must be true or false", detail={"field": "follow"})
     return follow == "true"
 
 
@@ -290,8 +288,7 @@ class InboxFollowEndpoint:
             if agent_id != agent.name:
                 raise AppError(
                     "FORBIDDEN",
-                    f"this token is {agent.name}'s: /v1/agents/{agent_id[:64]}/ is another "
-                    "agent's",
+                    f"this token is {agent.name}'s: /v1/agents/{agent_id[:64]}/ is another agent's",
                     detail={"agent": agent.name},
                 )
         except AppError as exc:

@@ -63,9 +63,7 @@ def started(django_db_setup, django_db_blocker, transactional_db):
         server.stop()
 
 
-def test_replay_prints_the_deliveries_and_the_cursor_to_resume_from(
-    started, make_agent, tmp_path
-):
+def test_replay_prints_the_deliveries_and_the_cursor_to_resume_from(started, make_agent, tmp_path):
     server = started()
     _, alice = make_agent("alice")
     _, bob = make_agent("bob")
