@@ -24,14 +24,17 @@ from agentchat.core.live.push import home_loop_set  # noqa: E402
 from agentchat.core.live.transport import scope_with_raw_send  # noqa: E402
 from channels_app import routing as channels_routing  # noqa: E402
 
+lane = ApiLane()
 router = ProtocolTypeRouter(
     {
-        # The wait long-poll, then the token APIs (/api/ and HTTP v1's /v1/) straight to their
-        # views, then Django (the admin, pages, static files) with its middleware.
+        # The wait long-poll and HTTP v1's live follows (Server-Sent Events; their JSON replays
+        # go on to the lane), then the token APIs (/api/ and /v1/) straight to their views,
+        # then Django (the admin, pages, static files) with its middleware.
         "http": URLRouter(
             [
                 *channels_routing.http_urlpatterns,
-                re_path(r"^(?:api|v1)/", ApiLane()),
+                *channels_routing.follow_urlpatterns(lane),
+                re_path(r"^(?:api|v1)/", lane),
                 re_path(r"", django_asgi_app),
             ]
         ),
@@ -51,6 +54,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         # Host check would see, and matches no route: refused alike everywhere.
         await target_refuse(scope, receive, send)
         return
-    if scope["type"] == "websocket":
-        scope = scope_with_raw_send(scope, send)  # for flow control (agentchat.core.live.transport)
+    # For flow control (agentchat.core.live.transport): websockets and event streams.
+    if scope["type"] in ("http", "websocket"):
+        scope = scope_with_raw_send(scope, send)
     await router(scope, receive, send)

@@ -218,6 +218,11 @@ AGENTCHAT_STREAM_STALL_SECONDS = float(os.environ.get("AGENTCHAT_STREAM_STALL_SE
 AGENTCHAT_STREAM_MAX_CHANNELS = int(os.environ.get("AGENTCHAT_STREAM_MAX_CHANNELS", "64"))
 if not AGENTCHAT_STREAM_MAX_CHANNELS > 0:
     raise ImproperlyConfigured("AGENTCHAT_STREAM_MAX_CHANNELS must be an integer > 0")
+# An HTTP v1 live follow (Server-Sent Events) writes a `: heartbeat` comment after this long
+# without a write, so that proxies keep an idle stream open (the document asks for at most 15 s).
+AGENTCHAT_SSE_HEARTBEAT_SECONDS = float(os.environ.get("AGENTCHAT_SSE_HEARTBEAT_SECONDS", "15"))
+if not AGENTCHAT_SSE_HEARTBEAT_SECONDS > 0:
+    raise ImproperlyConfigured("AGENTCHAT_SSE_HEARTBEAT_SECONDS must be a number of seconds > 0")
 # How often each process looks up the tokens of its open waits and websockets, so that a
 # revocation made elsewhere (a command, another process without Redis) ends them in seconds.
 AGENTCHAT_REVOCATION_CHECK_SECONDS = float(

@@ -12,7 +12,7 @@ empty database of its own, which is migrated and left filled):
 - inbox replay: pages of 100 of bob's inbox, one client.
 
 Printed as JSON; the envelope rows carry their ratio to the channel posts. Nothing here is run
-by the test suite. Live delivery over Server-Sent Events is not measured: it is not served yet.
+by the test suite. Live delivery over Server-Sent Events: bench_sse.py.
 """
 
 from __future__ import annotations

@@ -16,15 +16,22 @@ What it knows, each from the document:
   record's sequence number), ``tail``;
 - ``GET /v1/monitor?cursor=&limit=`` with the admin token → ``deliveries`` (each with ``inbox``,
   ``cursor``, ``seq_num``, ``timestamp``, ``envelope``), ``next_cursor`` (opaque: passed back
-  unchanged), ``tails``.
+  unchanged), ``tails``;
+- live follow: ``Accept: text/event-stream`` (or ``follow=true``) on the inbox and the monitor;
+  each event ``event: envelope``, ``id:`` the next cursor, ``data:`` one delivery; a reconnect
+  sends the last ``id`` as ``Last-Event-ID`` (or ``cursor=``). The event stream is parsed as
+  Server-Sent Events are (lines, ``:`` comments, ``field: value``, a blank line dispatches).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -131,3 +138,99 @@ class AgentChat:
         if cursor is not None:
             query["cursor"] = cursor
         return self._call("GET", "/v1/monitor", query=query)
+
+    # --- live follow (Server-Sent Events) -------------------------------------------------
+
+    def follow_inbox(
+        self, cursor: int | None = None, last_event_id: str | None = None, timeout: float = 30
+    ) -> EventStream:
+        query = {} if cursor is None else {"cursor": cursor}
+        return self._follow(self._agent_path("inbox"), query, last_event_id, timeout)
+
+    def follow_monitor(
+        self, cursor: str | None = None, last_event_id: str | None = None, timeout: float = 30
+    ) -> EventStream:
+        query = {} if cursor is None else {"cursor": cursor}
+        return self._follow("/v1/monitor", query, last_event_id, timeout)
+
+    def _follow(
+        self, path: str, query: dict[str, Any], last_event_id: str | None, timeout: float
+    ) -> EventStream:
+        parsed = urllib.parse.urlsplit(self.base_url)
+        connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        target = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        connection.request("GET", target, headers=headers)
+        response = connection.getresponse()
+        if response.status != 200:
+            raw = response.read().decode("utf-8", "replace")
+            connection.close()
+            try:
+                body: Any = json.loads(raw)
+            except ValueError:
+                body = raw
+            raise ProtocolError(response.status, body)
+        return EventStream(connection, response)
+
+
+@dataclass
+class Event:
+    event: str = "message"
+    id: str | None = None
+    data: str = ""
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+@dataclass
+class EventStream:
+    """An open event stream: ``next_event()`` the next event, ``comments`` those seen (such as
+    a heartbeat), ``last_event_id`` what a reconnect sends."""
+
+    connection: http.client.HTTPConnection
+    response: http.client.HTTPResponse
+    comments: list[str] = field(default_factory=list)
+    last_event_id: str | None = None
+
+    @property
+    def content_type(self) -> str:
+        return (self.response.getheader("Content-Type") or "").split(";")[0].strip()
+
+    def next_event(self) -> Event | None:
+        """The next event dispatched; None once the server ended the stream. Raises
+        TimeoutError when nothing came within the connection's timeout."""
+        event, data, seen = Event(), [], False
+        while True:
+            raw = self.response.readline()
+            if not raw:
+                return None
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if seen:
+                    event.data = "\n".join(data)
+                    if event.id is not None:
+                        self.last_event_id = event.id
+                    return event
+                continue
+            if line.startswith(":"):
+                self.comments.append(line[1:].strip())
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            seen = True
+            if name == "event":
+                event.event = value
+            elif name == "data":
+                data.append(value)
+            elif name == "id":
+                event.id = value
+
+    def events(self) -> Iterator[Event]:
+        while (event := self.next_event()) is not None:
+            yield event
+
+    def close(self) -> None:
+        self.connection.close()

@@ -104,10 +104,10 @@ def test_last_event_id_is_the_cursor_when_the_query_names_none(alice, bob):
 def test_unknown_query_parameters_are_refused(bob):
     r = inbox(bob, query="?cursr=1")
     assert (r.status_code, error_code(r)) == (400, "UNKNOWN_FIELD")
-    # live follow is not served here (yet): a JSON replay takes no follow
-    assert error_code(inbox(bob, query="?follow=true")) == "UNKNOWN_FIELD"
-    r = inbox(bob, HTTP_ACCEPT="text/event-stream")
-    assert (r.status_code, error_code(r)) == (406, "NOT_ACCEPTABLE")
+    # follow is true (the live follow: test_sse.py) or false (this replay), nothing else
+    r = inbox(bob, query="?follow=maybe")
+    assert (r.status_code, error_code(r)) == (400, "INVALID_VALUE")
+    assert inbox(bob, query="?follow=false").json()["tail"] == 0
 
 
 def test_only_the_owner_reads_an_inbox(alice, bob, carol):
