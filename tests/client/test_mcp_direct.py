@@ -7,16 +7,24 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import Client as McpClient
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.client.test_mcp import error_text, http, server_params, world  # noqa: F401 (fixture)
+from tests.client.test_mcp import error_text, http, server_params
 
 INBOX = "agentchat://inbox"
+
+
+@pytest.fixture
+def world(live: Any, make_agent: Any, tmp_path: Path) -> dict[str, Any]:
+    tokens = {name: make_agent(name)[1] for name in ("alice", "bob", "carol")}
+    return {"url": live.url, "tokens": tokens, "home": tmp_path}
 
 
 def body(result: types.CallToolResult) -> dict[str, Any]:
@@ -141,15 +149,17 @@ async def test_the_inbox_resource_is_pushed_within_a_second(world: dict[str, Any
 
 
 async def test_the_inbox_resource_is_pushed_to_a_listen_stream(world: dict[str, Any]) -> None:
-    async with McpClient(server_params(world, "alice")) as client:
-        async with client.listen(resource_subscriptions=[INBOX]) as subscription:
-            await http(
-                world, "bob", "POST", "/v1/agents/bob/messages", json={"to": "alice", "text": "hi"}
-            )
-            arrived = time.monotonic()
-            with anyio.fail_after(10):
-                async for event in subscription:
-                    assert event.uri == INBOX
-                    break
-            elapsed = time.monotonic() - arrived
+    async with (
+        McpClient(server_params(world, "alice")) as client,
+        client.listen(resource_subscriptions=[INBOX]) as subscription,
+    ):
+        await http(
+            world, "bob", "POST", "/v1/agents/bob/messages", json={"to": "alice", "text": "hi"}
+        )
+        arrived = time.monotonic()
+        with anyio.fail_after(10):
+            async for event in subscription:
+                assert event.uri == INBOX
+                break
+        elapsed = time.monotonic() - arrived
     assert elapsed < 1.0, elapsed
