@@ -18,6 +18,10 @@ Each message sends ``notifications/resources/updated`` for the channel's resourc
 unread resource when the message is relevant (``ops.relevant``, the server's rule: a broadcast or
 addressed to the agent or one of its sub-agents, not its own); a read or wait through the tools
 also updates the unread resource.
+
+The agent's HTTP v1 inbox is ``agentchat://inbox`` (its last deliveries); subscribed, the same
+websocket follows the inbox (``{"op": "subscribe", "kind": "inbox", "since": <tail>}``) and each
+new tail the server rings sends its update (``Hub.inbox_*``).
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ class MultiplexEndpoint:
     goes on: a channel that cannot be seen, one lost from sight (that subscription ends), a
     subscribe to a channel already followed (INVALID_VALUE), one beyond
     AGENTCHAT_STREAM_MAX_CHANNELS, a malformed frame, a frame beyond the connection's budget.
+    A frame with ``"kind": "inbox"`` follows the principal's own HTTP v1 inbox instead: its
+    tail as a doorbell (``_inbox_command``).
 
     One ``SendWindow`` for the connection: the channels' frames go out one at a time through
     one gate, each only while there is room, and no client frame is taken while it is full;

@@ -16,7 +16,8 @@ import pytest
 from mcp import Client as McpClient
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.client.test_mcp import error_text, http, server_params
+from agentchat.client.api import Client
+from tests.client.test_mcp import UNREAD, CountingProxy, Notified, error_text, http, server_params
 
 INBOX = "agentchat://inbox"
 
@@ -24,6 +25,8 @@ INBOX = "agentchat://inbox"
 @pytest.fixture
 def world(live: Any, make_agent: Any, tmp_path: Path) -> dict[str, Any]:
     tokens = {name: make_agent(name)[1] for name in ("alice", "bob", "carol")}
+    with Client(live.url, tokens["alice"]) as alice:
+        alice.request("POST", "channels/", json={"name": "review"})
     return {"url": live.url, "tokens": tokens, "home": tmp_path}
 
 
@@ -163,3 +166,35 @@ async def test_the_inbox_resource_is_pushed_to_a_listen_stream(world: dict[str, 
                 break
         elapsed = time.monotonic() - arrived
     assert elapsed < 1.0, elapsed
+
+
+async def test_an_envelope_sent_while_the_websocket_is_down_is_notified_once_back(
+    world: dict[str, Any],
+) -> None:
+    proxy = CountingProxy(int(world["url"].rsplit(":", 1)[1]))
+    on_message = Notified()
+    params = server_params({**world, "url": await proxy.start()}, "alice")
+    send = {"json": {"to": "alice", "text": "x"}}
+    try:
+        async with McpClient(params, mode="legacy", message_handler=on_message) as client:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(INBOX)
+                await client.subscribe_resource(UNREAD)  # a channel beside it, one websocket
+            await http(world, "bob", "POST", "/v1/agents/bob/messages", **send)
+            await on_message.until(INBOX, 1)
+            assert (proxy.opened, proxy.most_open) == (1, 1)
+            proxy.cut()
+            await http(world, "bob", "POST", "/v1/agents/bob/messages", **send)
+            await http(world, "carol", "POST", "/v1/agents/carol/messages", **send)
+            proxy.released.set()
+            await on_message.until(INBOX, 2)  # the two made while down: one update
+            # A later one: a duplicate of the reconnect's would have come before it.
+            await http(world, "bob", "POST", "/v1/agents/bob/messages", **send)
+            await on_message.until(INBOX, 3)
+            [content] = (await client.read_resource(INBOX)).contents
+            assert json.loads(content.text)["tail"] == 4
+    finally:
+        await proxy.close()
+    assert on_message.seen.count(INBOX) == 3
+    assert proxy.opened == 2 and proxy.most_open == 1
