@@ -383,6 +383,129 @@ class Client:
         )
         return ClientError(code, message, detail, status=status, transient=transient)
 
+    # --- HTTP v1 direct messages (/v1/, docs/http-v1.md) -----------------------------------
+    # Each call is under /v1/agents/<the token's agent>/ (learned once from GET /api/v1/me/):
+    # a path there takes its own agent's token only.
+
+    def v1_agent(self) -> str:
+        """The token's agent (the one acted as, with ``acting``), asked once and kept."""
+        known: str | None = getattr(self, "_v1_agent_name", None)
+        if known is None:
+            known = str(self.request("GET", "me/", expect=shapes.ME)["name"])
+            self._v1_agent_name = known
+        return known
+
+    def v1_path(self, rest: str) -> str:
+        """``/v1/agents/<the token's agent>/<rest>``."""
+        return f"/v1/agents/{seg(self.v1_agent())}/{rest}"
+
+    def v1_send(
+        self,
+        to: str,
+        text: str | None,
+        *,
+        envelope_id: str | None = None,
+        conversation_id: str | None = None,
+        correlation_id: str | None = None,
+        data: Any = None,
+        content_type: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        raw: bool = False,
+    ) -> Any:
+        """``POST /v1/agents/<me>/messages``: the stored envelope (a retry of ``envelope_id``
+        with the same content answers the stored one). Omitted fields are not sent."""
+        body: dict[str, Any] = {"to": to}
+        optional = {
+            "id": envelope_id,
+            "conversation_id": conversation_id,
+            "correlation_id": correlation_id,
+            "text": text,
+            "data": data,
+            "content_type": content_type,
+            "metadata": dict(metadata) if metadata else None,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        return self.request(
+            "POST", self.v1_path("messages"), json=body, raw=raw, expect=shapes.ENVELOPE
+        )
+
+    def v1_inbox(self, cursor: int | None = None, limit: int | None = None) -> Any:
+        """``GET /v1/agents/<me>/inbox``: ``{deliveries, next_cursor, tail}`` from ``cursor``."""
+        return self.request(
+            "GET",
+            self.v1_path("inbox"),
+            params={"cursor": cursor, "limit": limit},
+            expect=shapes.INBOX,
+        )
+
+    def v1_receipt(
+        self,
+        message_id: str,
+        status: str,
+        *,
+        to: str | None = None,
+        detail: str | None = None,
+        conversation_id: str | None = None,
+        envelope_id: str | None = None,
+        raw: bool = False,
+    ) -> Any:
+        """``POST /v1/agents/<me>/receipts``: the receipt's envelope (kind ``receipt``)."""
+        body: dict[str, Any] = {"message_id": message_id, "status": status}
+        optional = {
+            "to": to,
+            "detail": detail,
+            "conversation_id": conversation_id,
+            "id": envelope_id,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        return self.request(
+            "POST", self.v1_path("receipts"), json=body, raw=raw, expect=shapes.ENVELOPE
+        )
+
+    def v1_contacts(self, *, after: str | None = None, limit: int | None = None) -> Any:
+        """One page of the address book's cards (``contacts``, ``more``, ``next``)."""
+        return self.request(
+            "GET",
+            self.v1_path("contacts"),
+            params={"after": after, "limit": limit},
+            expect=shapes.CONTACTS,
+        )
+
+    def v1_contact_put(self, card: Mapping[str, Any], *, raw: bool = False) -> Any:
+        """``PUT /v1/agents/<me>/contacts/<card id>``: the card as stored."""
+        contact_id = card.get("id")
+        if not isinstance(contact_id, str) or not contact_id:
+            raise ClientError("USAGE", "a contact card needs an `id` (the contact's agent id)")
+        return self.request(
+            "PUT",
+            self.v1_path(f"contacts/{seg(contact_id)}"),
+            json=dict(card),
+            raw=raw,
+            expect=shapes.CONTACT_CARD,
+        )
+
+    def v1_contact_share(
+        self, to: str, contact_id: str, *, conversation_id: str | None = None, raw: bool = False
+    ) -> Any:
+        """``POST /v1/agents/<me>/contact-shares``: the ``contact.share`` envelope sent."""
+        body: dict[str, Any] = {"to": to, "contact_id": contact_id}
+        if conversation_id is not None:
+            body["conversation_id"] = conversation_id
+        return self.request(
+            "POST", self.v1_path("contact-shares"), json=body, raw=raw, expect=shapes.ENVELOPE
+        )
+
+    def v1_contact_accept(self, message_id: str, *, raw: bool = False) -> Any:
+        """``POST /v1/agents/<me>/contact-shares/<message_id>/accept``: the ``contact.upsert``
+        event (the first acceptance's, for a share accepted before)."""
+        return self.request(
+            "POST",
+            self.v1_path(f"contact-shares/{seg(message_id)}/accept"),
+            json={},
+            raw=raw,
+            expect=shapes.CONTACT_EVENT,
+        )
+
 
 def _read_capped(response: httpx.Response, cap: int, what: str, url: str) -> None:
     """Read the body of a streamed ``response`` into it (``response.content``), chunk by

@@ -18,6 +18,10 @@ Each message sends ``notifications/resources/updated`` for the channel's resourc
 unread resource when the message is relevant (``ops.relevant``, the server's rule: a broadcast or
 addressed to the agent or one of its sub-agents, not its own); a read or wait through the tools
 also updates the unread resource.
+
+The agent's HTTP v1 inbox is ``agentchat://inbox`` (its last deliveries); subscribed, the same
+websocket follows the inbox (``{"op": "subscribe", "kind": "inbox", "since": <tail>}``) and each
+new tail the server rings sends its update (``Hub.inbox_*``).
 """
 
 from __future__ import annotations
@@ -66,11 +70,15 @@ RECONNECT_MAX = 10.0
 # Close codes after which reconnecting cannot help (docs/live.md).
 WS_FINAL_CLOSES = {4401, 4404}
 STREAM_PATH = "/ws/channels/"  # the multiplexed stream
+# The agent's HTTP v1 inbox (docs/http-v1.md): its last deliveries, pushed on each new one.
+INBOX_URI = "agentchat://inbox"
+INBOX_IN_RESOURCE = 20  # the inbox resource shows this many last deliveries
 INSTRUCTIONS = (
     "AgentChat: channels of markdown messages shared with other agents, tasks under leases, "
     "advisory path locks. `read` moves your cursor, `peek` does not; `wait` blocks until a "
     "relevant message arrives. Subscribe to agentchat://channels/<name>/unread to be told "
-    "when one does."
+    "when one does. Direct messages: `send_direct`, `read_inbox`, `send_receipt`; subscribe "
+    "to agentchat://inbox to be told when one arrives."
 )
 
 
@@ -134,6 +142,8 @@ class Hub:
         self.sessions: dict[str, dict[object, ServerSession]] = defaultdict(dict)
         self.listens: dict[str, int] = defaultdict(int)
         self.positions: dict[str, int] = {}
+        # The inbox's tail last known while agentchat://inbox is followed; None: not followed.
+        self.inbox_tail: int | None = None
         self.ws: Any = None  # the open connection, once its subscriptions are sent
         self.runner: anyio.CancelScope | None = None
         self.lock = anyio.Lock()
@@ -164,6 +174,8 @@ class Hub:
         cannot be seen. The HTTP calls (up to a minute each) are made outside the lock, so
         no other subscription nor the runner waits for them; the lock is taken again to
         record the channel, unless a subscription made meanwhile did."""
+        if uri == INBOX_URI:
+            return await self.inbox_subscribe(session)
         channel, _ = uri_parse(uri)
         async with self.lock:
             if channel in self.positions:
@@ -196,6 +208,8 @@ class Hub:
             self.sessions[uri][peer(session)] = session
 
     async def unsubscribe(self, uri: str, session: ServerSession | None) -> None:
+        if uri == INBOX_URI:
+            return await self.inbox_unsubscribe(session)
         channel, _ = uri_parse(uri)
         async with self.lock:
             if session is None:
@@ -204,7 +218,7 @@ class Hub:
                 self.sessions[uri].pop(peer(session), None)
             if not self.watched(channel) and self.positions.pop(channel, None) is not None:
                 await self._send({"op": "unsubscribe", "channel": channel})
-                if not self.positions and self.runner is not None:
+                if not self.following() and self.runner is not None:
                     self.runner.cancel()  # nothing to follow: close the connection
                     self.runner = None
                     self.ws = None  # a subscription made next waits for a runner of its own
@@ -256,6 +270,8 @@ class Hub:
                                 for channel, since in self.positions.items():
                                     frame = {"op": "subscribe", "channel": channel, "since": since}
                                     await ws.send(json.dumps(frame))
+                                if self.inbox_tail is not None:
+                                    await ws.send(json.dumps(self.inbox_frame()))
                                 self.ws = ws
                             async for raw in ws:
                                 if await self._frame(raw):
@@ -270,9 +286,12 @@ class Hub:
                             log.warning("the stream closed (%s): not following it", exc)
                             async with self.lock:
                                 followed, self.positions = list(self.positions), {}
+                                inbox, self.inbox_tail = self.inbox_tail, None
                                 self._stop(scope)
                             for channel in followed:
                                 await self.changed(channel, unread=True)  # a read tells why
+                            if inbox is not None:
+                                await self.notify(INBOX_URI)
                             return
                         log.info("the stream closed (%s); reconnecting in %.1fs", exc, delay)
                     except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
@@ -296,10 +315,10 @@ class Hub:
         """True (and this runner is no longer the hub's) when nothing is left to follow: the
         error frames ended every subscription. Decided under the lock, so a subscription made
         meanwhile starts a runner of its own."""
-        if self.positions:
+        if self.following():
             return False
         async with self.lock:
-            if self.positions:
+            if self.following():
                 return False
             self._stop(scope)
             return True
@@ -322,6 +341,8 @@ class Hub:
             return False
         if not isinstance(frame, dict):
             return False
+        if frame.get("kind") == "inbox" or frame.get("type") == "inbox":
+            return await self.inbox_frame_apply(frame)
         kind = frame.get("type")
         channel = frame.get("channel")
         if kind == "error":
@@ -359,6 +380,91 @@ class Hub:
             self.positions[channel] = seq
             await self.changed(channel, unread=relevant(message, self.me))
         return True
+
+    # --- the agent's HTTP v1 inbox: agentchat://inbox ------------------------------------
+
+    def following(self) -> bool:
+        """Whether anything is followed (a channel, the inbox): the websocket is held."""
+        return bool(self.positions) or self.inbox_tail is not None
+
+    def inbox_frame(self) -> dict[str, Any]:
+        return {"op": "subscribe", "kind": "inbox", "since": self.inbox_tail}
+
+    async def inbox_subscribe(self, session: ServerSession | None) -> None:
+        """Follow the inbox: its tail now (``GET /v1/agents/<me>/inbox``, which also says the
+        token may read it), then the stream's ``inbox`` subscription from that tail, so a
+        delivery made after it is never missed."""
+        async with self.lock:
+            if self.inbox_tail is not None:
+                self._register(INBOX_URI, session)
+                return
+        try:
+            tail = (await anyio.to_thread.run_sync(inbox_head, self.client))["tail"]
+        except ClientError as exc:
+            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+        async with self.lock:
+            if self.inbox_tail is None:
+                self.inbox_tail = tail
+                await self._send(self.inbox_frame())
+                if self.runner is None:
+                    self.runner = anyio.CancelScope()
+                    self.tasks.start_soon(self._run, self.runner)
+            self._register(INBOX_URI, session)
+
+    async def inbox_unsubscribe(self, session: ServerSession | None) -> None:
+        async with self.lock:
+            if session is None:
+                self.listens[INBOX_URI] = max(0, self.listens[INBOX_URI] - 1)
+            else:
+                self.sessions[INBOX_URI].pop(peer(session), None)
+            watched = self.sessions.get(INBOX_URI) or self.listens.get(INBOX_URI, 0) > 0
+            if not watched and self.inbox_tail is not None:
+                self.inbox_tail = None
+                await self._send({"op": "unsubscribe", "kind": "inbox"})
+                if not self.following() and self.runner is not None:
+                    self.runner.cancel()
+                    self.runner = None
+                    self.ws = None
+
+    async def inbox_frame_apply(self, frame: dict[str, Any]) -> bool:
+        """A frame of the stream's inbox subscription: a tail past the one known notifies
+        agentchat://inbox; an error ends the following (the resource's read says why)."""
+        if self.inbox_tail is None:
+            return False  # unsubscribed meanwhile
+        kind = frame.get("type")
+        if kind == "error":
+            log.warning("the inbox's stream: %s", _error_line(frame.get("error")))
+            self.inbox_tail = None
+            await self.notify(INBOX_URI)
+            return False
+        tail = frame.get("tail")
+        if kind not in ("subscribed", "inbox") or type(tail) is not int:
+            return False
+        if tail > self.inbox_tail:
+            self.inbox_tail = tail
+            await self.notify(INBOX_URI)
+        return True
+
+
+def inbox_head(client: Client) -> dict[str, Any]:
+    """The inbox's first page of one delivery (its ``tail``, and the token's right to it)."""
+    head: dict[str, Any] = client.v1_inbox(cursor=0, limit=1)
+    return head
+
+
+def inbox_body(client: Client) -> dict[str, Any]:
+    """The inbox resource's JSON: the agent, the inbox's ``tail`` and its last
+    ``INBOX_IN_RESOURCE`` deliveries (``next_cursor``: where a ``read_inbox`` goes on). Two
+    reads: the tail, then the page below it."""
+    tail = inbox_head(client)["tail"]
+    page = client.v1_inbox(cursor=max(0, tail - INBOX_IN_RESOURCE), limit=INBOX_IN_RESOURCE)
+    return {
+        "agent": client.v1_agent(),
+        "deliveries": page["deliveries"],
+        "next_cursor": page["next_cursor"],
+        "tail": page["tail"],
+    }
 
 
 def peer(session: ServerSession) -> object:
@@ -466,7 +572,14 @@ def build_server(client: Client) -> Server[Hub]:
             )
         except ClientError as exc:
             raise MCPError(-32603, f"{exc.code}: {exc.message}") from exc
-        resources = []
+        resources = [
+            types.Resource(
+                uri=INBOX_URI,
+                name="inbox",
+                description="your direct messages (HTTP v1 inbox): the last deliveries",
+                mime_type="application/json",
+            )
+        ]
         for channel in listing["channels"]:
             name = channel["name"]
             whole, unread = channel_uris(name)
@@ -508,10 +621,13 @@ def build_server(client: Client) -> Server[Hub]:
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         uri = str(params.uri)
-        channel, unread = uri_parse(uri)
         hub = hub_of(ctx)
         try:
-            body = await resource_body(hub, channel, unread=unread)
+            if uri == INBOX_URI:
+                body = await anyio.to_thread.run_sync(inbox_body, hub.client)
+            else:
+                channel, unread = uri_parse(uri)
+                body = await resource_body(hub, channel, unread=unread)
         except ClientError as exc:
             code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
             raise MCPError(code, f"{exc.code}: {exc.message}") from exc

@@ -166,3 +166,18 @@ EVENTS = {"events": [{"seq": int, "event": dict}], "more": Opt((bool, None))}
 FRAME = {"type": Opt(object)}
 FRAME_MESSAGE = {"message": {"seq": int, "from": str, "to": NAMES}}
 FRAME_ERROR = {"error": {"code": str, "message": str}}
+
+# --- HTTP v1 direct messages (/v1/, docs/http-v1.md) ---------------------------------------
+ENVELOPE = {
+    "id": str,
+    "kind": str,
+    "from": str,
+    "to": str,
+    "conversation_id": (str, None),
+    "message": {"text": (str, None), "data": object},
+}
+DELIVERY = {"seq_num": int, "timestamp": str, "envelope": ENVELOPE}
+INBOX = {"deliveries": [DELIVERY], "next_cursor": int, "tail": int}
+CONTACT_CARD = {"id": str, "display_name": Opt(TEXT), "endpoint": Opt(TEXT)}
+CONTACTS = {"contacts": [CONTACT_CARD], "more": Opt((bool, None)), "next": Opt(object)}
+CONTACT_EVENT = {"seq_num": int, "type": str, "contact": CONTACT_CARD, "source": Opt(object)}

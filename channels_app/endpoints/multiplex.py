@@ -30,6 +30,7 @@ from channels_app.endpoints.shared import (
     frame_fields_check,
 )
 from channels_app.live import message_stream, tasks_end
+from channels_app.live_inbox import inbox_bell
 from channels_app.selectors import channel_get
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class MultiplexEndpoint:
     goes on: a channel that cannot be seen, one lost from sight (that subscription ends), a
     subscribe to a channel already followed (INVALID_VALUE), one beyond
     AGENTCHAT_STREAM_MAX_CHANNELS, a malformed frame, a frame beyond the connection's budget.
+    A frame with ``"kind": "inbox"`` follows the principal's own HTTP v1 inbox instead: its
+    tail as a doorbell (``_inbox_command``).
 
     One ``SendWindow`` for the connection: the channels' frames go out one at a time through
     one gate, each only while there is room, and no client frame is taken while it is full;
@@ -96,6 +99,8 @@ def _command_parse(message: dict[str, Any]) -> tuple[str, str, int | None]:
     command = json_loads_strict(raw)
     if not isinstance(command, dict):
         raise AppError("INVALID_JSON", "a frame is a JSON object")
+    if "kind" in command:
+        raise _InboxFrame(command)
     if "op" not in command:
         raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
     op = command["op"]
@@ -131,6 +136,7 @@ class _Multiplexed:
         self.send = send
         self.viewer = viewer
         self.subscriptions: dict[str, asyncio.Future[None]] = {}
+        self.inbox: asyncio.Future[None] | None = None  # the `inbox` subscription's task
         # One message frame at a time for the whole connection, each sent only while it has
         # room (``_pump``): however many channels it follows, the connection holds at most one
         # frame beyond its buffer.
@@ -170,7 +176,8 @@ class _Multiplexed:
                 await tasks_end(tasks)  # the client first: it starts no subscription after this
             finally:
                 try:
-                    await tasks_end(list(self.subscriptions.values()))
+                    inbox = [self.inbox] if self.inbox is not None else []
+                    await tasks_end([*self.subscriptions.values(), *inbox])
                 finally:
                     self.window.close()
 
@@ -221,6 +228,9 @@ class _Multiplexed:
             op, channel, since = _command_parse(message)
         except AppError as exc:
             await self._refuse(exc)
+            return
+        except _InboxFrame as frame:
+            await _inbox_command(self, frame.command)
             return
         try:
             if op == "subscribe":
@@ -312,3 +322,113 @@ class _Multiplexed:
                 )
         except Exception as exc:  # CHANNEL_NOT_FOUND on entry: it lost sight meanwhile
             return exc
+
+
+# --- the `inbox` subscription: the HTTP v1 inbox's doorbell -----------------------------------
+
+
+class _InboxFrame(Exception):
+    """A client frame with ``kind``: of the inbox subscription (``_inbox_command``)."""
+
+    def __init__(self, command: dict[str, Any]) -> None:
+        super().__init__("an inbox frame")
+        self.command = command
+
+
+_INBOX_FIELDS = {"subscribe": {"op", "kind", "since"}, "unsubscribe": {"op", "kind"}}
+
+
+def _inbox_command_parse(command: dict[str, Any]) -> tuple[str, int | None]:
+    """(op, since) of a frame ``{"op": "subscribe", "kind": "inbox", "since": N}`` or
+    ``{"op": "unsubscribe", "kind": "inbox"}``. Raises INVALID_VALUE (another kind or op),
+    MISSING_FIELD, UNKNOWN_FIELD, INVALID_CURSOR (a since that is no tail)."""
+    if command.get("kind") != "inbox":
+        raise AppError(
+            "INVALID_VALUE", "kind must be inbox", detail={"field": "kind", "allowed": ["inbox"]}
+        )
+    if "op" not in command:
+        raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
+    op = command["op"]
+    if not isinstance(op, str) or op not in _INBOX_FIELDS:
+        raise AppError(
+            "INVALID_VALUE",
+            "op must be subscribe or unsubscribe",
+            detail={"field": "op", "allowed": sorted(_INBOX_FIELDS)},
+        )
+    frame_fields_check(command, _INBOX_FIELDS[op])
+    since = command.get("since")
+    if since is not None and (type(since) is not int or not 0 <= since <= SEQ_MAX):
+        raise AppError(
+            "INVALID_CURSOR",
+            f"since must be null or an inbox tail from 0 to {SEQ_MAX}",
+            detail={"field": "since"},
+        )
+    return op, since
+
+
+async def _inbox_command(conn: _Multiplexed, command: dict[str, Any]) -> None:
+    """Do one frame of the inbox kind: the connection's principal's own HTTP v1 inbox.
+
+    ``subscribe`` (``since``: the tail the client knows; null or absent: from now on) is
+    answered ``{"type": "subscribed", "kind": "inbox", "since", "tail"}`` (``tail`` above
+    ``since``: deliveries the client has not read yet), then ``{"type": "inbox", "tail": t}``
+    each time the tail moves past the last one told (many deliveries at once: one frame, the
+    latest tail). The frames are doorbells: the client reads the deliveries by cursor
+    (``GET /v1/agents/<me>/inbox``). ``unsubscribe`` is answered ``{"type": "unsubscribed",
+    "kind": "inbox"}``. Errors are ``{"type": "error", "kind": "inbox", "error"}`` (following
+    already: INVALID_VALUE; no agent of that name: AGENT_NOT_FOUND)."""
+    try:
+        op, since = _inbox_command_parse(command)
+    except AppError as exc:
+        await conn._text({"type": "error", "kind": "inbox", **error_body(exc)})
+        return
+    if op == "unsubscribe":
+        task, conn.inbox = conn.inbox, None
+        if task is not None:
+            await tasks_end([task])
+        await conn._text({"type": "unsubscribed", "kind": "inbox"})
+        return
+    if conn.inbox is not None and not conn.inbox.done():
+        error = AppError(
+            "INVALID_VALUE",
+            "this connection follows the inbox already: unsubscribe first",
+            detail={"field": "kind"},
+        )
+        await conn._text({"type": "error", "kind": "inbox", **error_body(error)})
+        return
+    answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    conn.inbox = asyncio.ensure_future(_inbox_follow(conn, since, answered))
+    await answered
+
+
+async def _inbox_follow(
+    conn: _Multiplexed, since: int | None, answered: asyncio.Future[None]
+) -> None:
+    """The inbox subscription: answer it, then ring until unsubscribed (cancelled); an error
+    on entry is its error frame. Each frame goes through the connection's gate, only while it
+    has room (stalled: the connection is closed as too slow, 4408)."""
+    stall = settings.AGENTCHAT_STREAM_STALL_SECONDS
+    try:
+        async with inbox_bell(name=conn.viewer, since=since) as bell:
+            told = bell.known  # the answer tells this tail (rings may raise it meanwhile)
+            await conn._text(
+                {"type": "subscribed", "kind": "inbox", "since": bell.told, "tail": told}
+            )
+            answered.set_result(None)
+            bell.told = max(bell.told, told)
+            async for tail in bell:
+                async with conn.gate:
+                    if conn.window.full and not await conn.window.room(stall):
+                        conn._fail(_TooSlow())
+                        return
+                    await conn._text({"type": "inbox", "tail": tail})
+    except AppError as exc:
+        if not answered.done():
+            await conn._text({"type": "error", "kind": "inbox", **error_body(exc)})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the connection failed: it ends
+        conn._fail(exc)
+    finally:
+        if not answered.done():
+            answered.set_result(None)

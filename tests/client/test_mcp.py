@@ -50,6 +50,10 @@ EXPECTED_TOOLS = {
     "state",
     "event_post",
     "event_read",
+    # HTTP v1 direct messages (tests/client/test_mcp_direct.py)
+    "send_direct",
+    "read_inbox",
+    "send_receipt",
 }
 UNREAD = "agentchat://channels/review/unread"
 
