@@ -112,7 +112,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "STATUS_RESERVED",
         400,
         "a message's status is one the server's own audit messages use or of their families "
-        "(task.*, lease.*, path.lock.*...), compared NFKC-normalized and case-folded",
+        "(task.*, lease.*, path.lock.*...), or one of HTTP v1's kinds (receipt, contact.*), "
+        "compared NFKC-normalized and case-folded",
     ),
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
     ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),
