@@ -25,9 +25,8 @@ row of the channel again, looking for answers. A row's columns after its body (`
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 import re
+from typing import Any, Protocol
 
 from django.db.models import F, Q, Value
 
@@ -41,7 +40,7 @@ ANSWER_CONDITION = Q(status__in=APPROVAL_ANSWERS, sender_kind=HUMAN, imported=Fa
 _LITERAL = re.compile(r"[a-z][a-z.-]*\Z")
 
 
-class literal(Value):  # noqa: N801 (read as a value in a filter: ``status=literal("x")``)
+class literal(Value):
     """A constant string written into the SQL (``'needs-approval'``) instead of bound as a
     parameter, so that SQLite's planner can match a partial index's condition (see the module).
     Only for the rule's own constants: lower-case words, dots and hyphens, nothing to quote."""
@@ -51,8 +50,8 @@ class literal(Value):  # noqa: N801 (read as a value in a filter: ``status=liter
             raise ValueError(f"not a literal: {value!r}")
         super().__init__(value)
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        return f"'{self.value}'", []
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[str | int, ...]]:
+        return f"'{self.value}'", ()
 
 
 # The partial indexes' conditions as the queries say them (constants in the SQL).

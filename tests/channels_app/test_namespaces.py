@@ -25,7 +25,16 @@ from tests.errors import error_code
 from tests.signals import layer_kind, until  # noqa: F401  (fixture)
 
 BASE = "/api/v1/channels/session"
-NAMES = ["alice", "alice.critic", "alice.popper", "alice.popper.critic", "alicex", "bob", "a_b", "a.b"]
+NAMES = [
+    "alice",
+    "alice.critic",
+    "alice.popper",
+    "alice.popper.critic",
+    "alicex",
+    "bob",
+    "a_b",
+    "a.b",
+]
 
 
 def as_(client, name):

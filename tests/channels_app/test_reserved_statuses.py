@@ -125,7 +125,7 @@ def test_an_audit_of_a_status_not_on_the_list_is_a_programming_error(alice):
 # HTTP v1's kinds: only an envelope's message takes them (issue 17).
 @pytest.mark.parametrize(
     "status",
-    ["receipt", "contact.share", "contact.upsert", "Contact.Shared", "ｒeceipt", " receipt "],
+    ["receipt", "contact.share", "contact.upsert", "Contact.Shared", "\uff52eceipt", " receipt "],
 )
 def test_a_v1_kind_is_refused_on_a_post(alice, status):
     from agentchat.core.rules.audit import is_envelope_status

@@ -112,7 +112,7 @@ def test_the_work_does_not_grow_with_the_channels_other_messages(ops):
     with vm_steps() as many:
         approvals_pending(viewer="bob", limit=1)
         approvals_pending_count(viewer="bob")
-    # Before: every request's answer look-up walked the whole channel (40 × 240 rows).
+    # Before: every request's answer look-up walked the whole channel (40 x 240 rows).
     assert many[0] <= few[0] * 1.2 + 2, (few, many)
 
 
@@ -124,7 +124,7 @@ def test_the_work_is_linear_in_the_pending_requests(ops):
     requests_post(ops, 60)
     with vm_steps() as eighty:
         approvals_pending_count(viewer="bob")
-    # Linear: about 4×; the quadratic walk of before made it ~16×.
+    # Linear: about 4x; the quadratic walk of before made it ~16x.
     assert eighty[0] <= twenty[0] * 6 + 4, (twenty, eighty)
 
 

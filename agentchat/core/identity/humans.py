@@ -1,9 +1,9 @@
 """The agent identity of a signed-in person (the dashboard and the
 admin act as it, so what a person posts says ``sender_kind: human``): a human agent linked
 one-to-one to the Django user, made on first sign-in and named after the username (lowercased,
-every character outside ``[a-z0-9._-]`` replaced by ``-``, runs of dots made one, trimmed to the agent-name rule). An
-existing agent is never linked implicitly: when the name is taken, the person is
-``<name>.human`` (then ``<name>.human-2``, ...)."""
+every character outside ``[a-z0-9._-]`` replaced by ``-``, runs of dots made one, trimmed to
+the agent-name rule). An existing agent is never linked implicitly: when the name is taken, the
+person is ``<name>.human`` (then ``<name>.human-2``, ...)."""
 
 from __future__ import annotations
 

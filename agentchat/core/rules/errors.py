@@ -127,6 +127,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
     ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
+    ("REQUEST_LINE_TOO_LONG", 414, "the request line (its URL) is over 16 KiB"),
+    (
+        "HEADERS_TOO_LARGE",
+        431,
+        "a header line, or the request line and headers together, is over 16 KiB",
+    ),
     ("FIELD_TOO_LARGE", 413, "one field is over its limit (512 KiB)"),
     ("UNSUPPORTED_MEDIA_TYPE", 415, "the body is not application/json"),
     # --- the multiplexed websocket (/ws/channels/): error frames

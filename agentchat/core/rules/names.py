@@ -1,10 +1,10 @@
 """Name rules shared by every app.
 
 Agent names follow the HTTP v1 identity rule (1-64 of ``a-z 0-9 . _ -``, starting and ending
-with a letter or digit, no empty segment between dots); a dot makes a sub-agent (``alice.critic`` is under ``alice``: IASP §2,
-``agentchat.relevance``), and the whole dotted name obeys the rule. Channel names, task ids
-and the like follow the reference CLI's record-id rule ``[A-Za-z0-9][A-Za-z0-9._-]*`` so that
-a synced folder stays readable by it.
+with a letter or digit, no empty segment between dots); a dot makes a sub-agent
+(``alice.critic`` is under ``alice``: IASP §2, ``agentchat.relevance``), and the whole dotted
+name obeys the rule. Channel names, task ids and the like follow the reference CLI's record-id
+rule ``[A-Za-z0-9][A-Za-z0-9._-]*`` so that a synced folder stays readable by it.
 
 Every rule matches the whole string (``fullmatch``; a pattern ending in ``$`` would also accept
 a trailing newline, and ``review\\n`` would exist beside ``review``). The patterns end in

@@ -267,7 +267,9 @@ def test_marker_with_a_trailing_newline_is_refused(alice, review):
     assert not MarkerClaim.objects.exists()
 
 
-@pytest.mark.parametrize("name", ["alice..x", ".alice", "alice.", "a..b..c", "a.b..c", "..", "a..."])
+@pytest.mark.parametrize(
+    "name", ["alice..x", ".alice", "alice.", "a..b..c", "a.b..c", "..", "a..."]
+)
 def test_agent_names_have_no_empty_dot_segment(name):
     import re
 
