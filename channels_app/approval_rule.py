@@ -15,12 +15,13 @@ rows already). Pure: no model is imported, so ``channels_app.models`` can use it
 
 The queries name the partial indexes' conditions with their constants written into the SQL
 (``REQUEST_QUERY``, ``ANSWER_QUERY``: ``literal``), not bound as parameters. SQLite uses a
-partial index only when the query's WHERE contains the index's condition as written, and a
-bound ``?`` never matches ``'needs-approval'``: with the ORM's parameters it walked the channel
-by its ``channel_id`` index instead and read every message's row, and for each request every
-row of the channel again, looking for answers. A row's columns after its body (``sender_kind``,
-``imported``, ``json_size``) are reached through the body's overflow pages: 300 requests of
-400 KB took 19 s a call (issue 17), the navigation's count as long.
+partial index only when the query's WHERE implies the index's condition; it matches a bound
+``status = ?`` against ``status = 'needs-approval'``, but not a bound ``status IN (?, ?)``:
+with the ORM's parameters the answers' index was never used, and for each request the query
+walked every message of the channel by its ``channel_id`` index, reading ``sender_kind`` and
+``imported``, which a row stores after its body and SQLite reaches through the body's
+overflow pages. 300 requests of 400 KB took 19 s a call (issue 17), the navigation's count as
+long. ``tests/dashboard/test_approvals_work.py`` checks the plans with the parameters bound.
 """
 
 from __future__ import annotations
