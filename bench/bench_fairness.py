@@ -11,7 +11,10 @@ messages of 15 KB, 200 channels and 200 tasks, starts our server, then for each 
 first alone, then while the hog's connections loop their requests. The hogs: each heavy kind
 on its own (agent ``hog``, two connections of one token looping the same request), then the
 crowds (``SCENARIOS``): one agent's four tokens, four agents, one token's four connections
-each looping another kind, and four agents beside a victim whose own peek is a megabyte.
+each looping another kind, four agents beside a victim whose own peek is a megabyte, and the
+approvals hog (``--approvals`` pending requests of ``--approval-bytes`` in ``asks``; one agent's
+two connections loop GET approvals/, ``limit=1`` and whole, and the dashboard's /help/ and
+/approvals/ as a signed-in person: every page counts the pending requests for its navigation).
 Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
 request count, status codes and bytes. Not part of the test suite.
 """
@@ -69,6 +72,30 @@ def fill(name, count, body, decision_every):
         Message.objects.bulk_create(rows, batch_size=1000)
 
 fill("big", {messages}, "filler message {{seq}} about the plan", 10)
+
+# The approvals hog's channel: 300 pending requests of ~400 KB each (issue 17).
+asks = services.channel_create(name="asks", created_by="filler")
+with transaction.atomic():
+    Channel.objects.filter(pk=asks.pk).update(last_seq={approvals})
+    now = timezone.now()
+    for seq in range(1, {approvals} + 1):
+        row = Message(id=f"msg_{{uuid.uuid4().hex}}", channel=asks, seq=seq, sender="filler",
+                      to=[], recipients="", ts=now, title=f"deploy {{seq}}?",
+                      status="needs-approval", body="y" * {approval_bytes})
+        row.json_size = message_json_size(row)
+        row.save(force_insert=True)
+
+# A person signed in to the dashboard: the hog's page requests carry its session.
+from importlib import import_module
+from django.conf import settings as dj
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+person = get_user_model().objects.create_user("hogger", password="pw-hogger")
+session = import_module(dj.SESSION_ENGINE).SessionStore()
+session[SESSION_KEY] = str(person.pk)
+session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+session[HASH_SESSION_KEY] = person.get_session_auth_hash()
+session.save()
+tokens["session"] = [dj.SESSION_COOKIE_NAME, session.session_key]
 fill("fat", 1000, "x" * 15000 + " {{seq}}", 1000000)
 for i in range(200):
     services.channel_create(name=f"room-{{i:03d}}", created_by="filler", topic="t" * 200)
@@ -78,7 +105,8 @@ for i in range(200):
 print("TOKENS " + json.dumps(tokens))
 """
 
-Request = tuple[str, str]  # (method, path); method STATE+POST: a post, then GET path
+Request = tuple[str, str]  # (method, path); STATE+POST: a post, then GET path; PAGE: a
+# dashboard page, with the session of the person "hogger"
 STATE_MD = ("GET", "/api/v1/channels/big/state/?format=md")
 SEARCH_ALL = ("GET", "/api/v1/search/?q=fil*+mes*&limit=200")
 PEEK_FAT = ("GET", "/api/v1/channels/fat/messages/?after=0&limit=1000")
@@ -96,6 +124,14 @@ HOGS: tuple[tuple[str, Request], ...] = (
 )
 MIX = (STATE_MD, SEARCH_ALL, PEEK_FAT, TASK_LIST)
 PEEK_SMALL = "/api/v1/channels/quiet/messages/?limit=20"
+# One agent loops the approvals (300 pending requests of ~400 KB) and the dashboard's pages,
+# every one of which counts them for its navigation (issue 17).
+APPROVALS_HOG: list[Request] = [
+    ("GET", "/api/v1/approvals/?limit=1"),
+    ("PAGE", "/help/"),
+    ("GET", "/api/v1/approvals/"),
+    ("PAGE", "/approvals/"),
+]
 
 
 def rotated(i: int) -> list[Request]:
@@ -113,6 +149,11 @@ SCENARIOS: tuple[tuple[str, list[Client], str], ...] = (
         "4 agents; victim peeks 1 MB",
         [(f"hog{i or ''}", 0, rotated(i)) for i in range(4)],
         "/api/v1/channels/fat/messages/?after=0&limit=1000",
+    ),
+    (
+        "approvals hog (300 x 400 KB)",
+        [("hog", i, APPROVALS_HOG[i:] + APPROVALS_HOG[:i]) for i in range(2)],
+        PEEK_SMALL,
     ),
 )
 
@@ -146,11 +187,20 @@ def hog_loop(
     started: threading.Event,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
+    page_cookies = dict([out["session"]])
     with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
         n = 0
         while not stop.is_set():
             method, path = requests[n % len(requests)]
             n += 1
+            if method == "PAGE":
+                begun = time.perf_counter()
+                r = httpx.get(url + path, cookies=page_cookies, timeout=120)
+                out["times"].append(time.perf_counter() - begun)
+                out["codes"][f"page {r.status_code}"] += 1
+                out["bytes"] = max(out["bytes"], len(r.content))
+                started.set()
+                continue
             if method == "STATE+POST":
                 client.post("/api/v1/channels/big/messages/", json={"title": f"Decision: h{n}"})
                 method = "GET"
@@ -184,7 +234,12 @@ def measure(
     """The victim alone, then beside the hog's connections (each answered once first)."""
     alone = victim_loop(url, victim, seconds, peek)
     stop = threading.Event()
-    out: dict[str, Any] = {"codes": Counter(), "bytes": 0, "times": []}
+    out: dict[str, Any] = {
+        "codes": Counter(),
+        "bytes": 0,
+        "times": [],
+        "session": tokens["session"],
+    }
     started = [threading.Event() for _ in clients]
     hogs = [
         threading.Thread(
@@ -217,6 +272,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="of load per measurement")
     parser.add_argument("--messages", type=int, default=5000, help="in the channel 'big'")
+    parser.add_argument("--approvals", type=int, default=300, help="pending, in 'asks'")
+    parser.add_argument(
+        "--approval-bytes", type=int, default=400_000, help="the body of each pending request"
+    )
     parser.add_argument("--database-url", help="instead of a throwaway SQLite file")
     parser.add_argument(
         "--only", action="append", help="run the hogs whose label holds this (repeatable)"
@@ -233,7 +292,11 @@ def main() -> int:
         migrate(env)
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP.format(messages=args.messages)],
+            [sys.executable, "manage.py", "shell", "-c", SETUP.format(
+                messages=args.messages,
+                approvals=args.approvals,
+                approval_bytes=args.approval_bytes,
+            )],
             cwd=ROOT, env=env, check=True, timeout=900, capture_output=True, text=True,
         )  # fmt: skip
         line = next(x for x in done.stdout.splitlines() if x.startswith("TOKENS "))
@@ -259,7 +322,7 @@ def main() -> int:
         f"{'hog reqs':>8} {'hog codes':>18} {'hog max B':>10}  p99<{TARGET_MS:.0f}"
     )
     for row in rows:
-        codes = ",".join(f"{k}x{v}" for k, v in sorted(row["hog_codes"].items()))
+        codes = ",".join(f"{k}x{v}" for k, v in sorted(row["hog_codes"].items(), key=str))
         for kind in ("post", "peek"):
             a, w = row["alone"][kind], row["with_hog"][kind]
             verdict = "ok" if w["p99_ms"] < TARGET_MS else "MISSED"

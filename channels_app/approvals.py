@@ -1,6 +1,12 @@
 """Pending approval requests (``channels_app.approval_rule`` says what decides one): the API's
 GET /api/v1/approvals/, the dashboard's approvals page, its navigation count and a channel
-page's "awaiting approval" links all ask here."""
+page's "awaiting approval" links all ask here.
+
+What is pending is decided from the approvals' two covering partial indexes alone (the
+requests' ``channel, seq, ts, id, sender, json_size``; the deciding answers'), never from a
+message row: a page's requests are then loaded, bodies and all, within the read's byte budget
+(``channels_app.budget.messages_within``). So a list's cost is the pending requests' index
+entries, not their bodies: ``limit=1`` over 300 requests of 400 KB reads one body."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from collections.abc import Iterable
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from channels_app.approval_rule import APPROVAL_REQUEST, deciding_answers
+from channels_app.approval_rule import REQUEST_QUERY, deciding_answers
 from channels_app.budget import messages_within
 from channels_app.models import Channel, Message
 from channels_app.selectors import channels_visible_to
@@ -19,7 +25,7 @@ APPROVAL_OVERHEAD = 256  # an approval's record beyond its request's JSON (a nam
 
 def _pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
     answered = Message.objects.filter(deciding_answers(OuterRef))
-    rows = Message.objects.filter(status=APPROVAL_REQUEST)
+    rows = Message.objects.filter(REQUEST_QUERY)
     if channel is None:
         rows = rows.filter(channel__in=channels_visible_to(viewer))
     else:
@@ -54,5 +60,5 @@ def approvals_pending_among(*, channel: Channel, seqs: Iterable[int]) -> set[int
 
 def approvals_pending_count(*, viewer: str) -> int:
     """How many requests are pending for ``viewer`` (the dashboard's navigation), counted up
-    to APPROVALS_MAX + 1."""
-    return _pending(viewer, None).order_by()[: APPROVALS_MAX + 1].count()
+    to APPROVALS_MAX + 1: from the covering indexes, reading no message row."""
+    return _pending(viewer, None).order_by().values("pk")[: APPROVALS_MAX + 1].count()

@@ -157,14 +157,16 @@ class Message(models.Model):
                 name="message_event_status_seq",
             ),
             # Approvals (channels_app.approvals): the requests, and the answers that may decide
-            # one (channels_app.approval_rule).
+            # one (channels_app.approval_rule). Both cover every column the pending query reads
+            # of them, so that deciding what is pending never reads a row: on SQLite a column
+            # stored after a long body is reached through the body's overflow pages.
             models.Index(
-                fields=["ts", "id"],
+                fields=["channel", "seq", "ts", "id", "sender", "json_size", "status"],
                 condition=models.Q(status=APPROVAL_REQUEST),
                 name="message_approval_requests",
             ),
             models.Index(
-                fields=["channel", "reply_to"],
+                fields=["channel", "reply_to", "sender", "status", "sender_kind", "imported"],
                 condition=ANSWER_CONDITION,
                 name="message_approval_deciders",
             ),

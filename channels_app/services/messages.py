@@ -18,7 +18,7 @@ from agentchat.core.db.transactions import write_atomic
 from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
-from agentchat.core.rules.audit import is_reserved, status_key
+from agentchat.core.rules.audit import is_envelope_status, is_reserved, status_key
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name, is_record_id
 from agentchat.core.rules.validation import json_value_check, text_check
@@ -174,6 +174,7 @@ def message_post(
         data=data,
         content_type=content_type,
         metadata=metadata,
+        envelope=envelope,
     )
     if not envelope:
         direct_channel_refuse(channel, "posts, events or audit messages of its own")
@@ -222,6 +223,7 @@ def _message_validate(
     data: Any,
     content_type: str,
     metadata: dict[str, str] | None,
+    envelope: bool = False,
 ) -> list[str]:
     """Check every field of a post before anything is written; returns the recipients,
     normalized."""
@@ -240,6 +242,12 @@ def _message_validate(
         raise AppError(
             "STATUS_RESERVED",
             f"status {status.strip()!r} is reserved for the server's audit messages",
+            detail={"field": "status", "status": status},
+        )
+    if not envelope and is_envelope_status(status):
+        raise AppError(
+            "STATUS_RESERVED",
+            f"status {status.strip()!r} is reserved for HTTP v1's receipts and contact shares",
             detail={"field": "status", "status": status},
         )
     for field, value in (

@@ -25,7 +25,16 @@ from tests.errors import error_code
 from tests.signals import layer_kind, until  # noqa: F401  (fixture)
 
 BASE = "/api/v1/channels/session"
-NAMES = ["alice", "alice.critic", "alice.popper", "alice.popper.critic", "alicex", "bob", "a..b"]
+NAMES = [
+    "alice",
+    "alice.critic",
+    "alice.popper",
+    "alice.popper.critic",
+    "alicex",
+    "bob",
+    "a_b",
+    "a.b",
+]
 
 
 def as_(client, name):
@@ -95,6 +104,8 @@ def test_a_parents_token_acts_as_its_sub_agents(session, api_for):
         ("alice", "alicex", "ACTING_AS_FORBIDDEN"),
         ("alice", "bob", "ACTING_AS_FORBIDDEN"),
         ("alice", "alice.", "INVALID_NAME"),
+        ("alice", "alice..critic", "INVALID_NAME"),  # an empty segment (issue 17)
+        ("alice", "alice.critic..x", "INVALID_NAME"),
         ("alice", "Alice.critic", "INVALID_NAME"),
         ("alice", "", "INVALID_NAME"),
         ("alice", "alice." + "x" * 60, "INVALID_NAME"),

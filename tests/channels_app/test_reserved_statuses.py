@@ -120,3 +120,34 @@ def test_an_audit_of_a_status_not_on_the_list_is_a_programming_error(alice):
             channel=Channel.objects.get(), actor="alice", event="task.frobbed", subject=None,
             payload={},
         )  # fmt: skip
+
+
+# HTTP v1's kinds: only an envelope's message takes them (issue 17).
+@pytest.mark.parametrize(
+    "status",
+    ["receipt", "contact.share", "contact.upsert", "Contact.Shared", "\uff52eceipt", " receipt "],
+)
+def test_a_v1_kind_is_refused_on_a_post(alice, status):
+    from agentchat.core.rules.audit import is_envelope_status
+
+    assert is_envelope_status(status)
+    r = alice.post(
+        "/api/v1/channels/ops/messages/", {"title": "t", "status": status}, format="json"
+    )
+    assert r.status_code == 400, r.content
+    assert r.json()["error"]["code"] == "STATUS_RESERVED"
+    assert r.json()["error"]["detail"]["field"] == "status"
+    with pytest.raises(AppError) as info:
+        services.message_post(
+            channel=Channel.objects.get(), sender="alice", title="t", status=status
+        )
+    assert info.value.code == "STATUS_RESERVED"
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize("status", ["receipts", "contact", "message", "received", "contacts.share"])
+def test_neighbours_of_the_v1_kinds_are_ordinary(alice, status):
+    r = alice.post(
+        "/api/v1/channels/ops/messages/", {"title": "t", "status": status}, format="json"
+    )
+    assert r.status_code == 201, r.content

@@ -272,6 +272,8 @@ COMMON_CODES = (
     "METHOD_NOT_ALLOWED",
     "NOT_ACCEPTABLE",
     "REQUEST_TOO_LARGE",
+    "REQUEST_LINE_TOO_LONG",  # the server's request class (agentchat.core.http.webrequest)
+    "HEADERS_TOO_LARGE",
     "INTERNAL_ERROR",
     # The AgentChat-As header (BearerTokenScheme): a bad name, not a sub-agent of the token's
     # agent, or a new sub-agent past the bound.

@@ -28,6 +28,12 @@ def web_request_install() -> None:
       it does: 413 ``REQUEST_TOO_LARGE`` from the error table, then a lingering close (at most
       LINGER_SECONDS and LINGER_BYTES more). What is kept is kept in memory (at most the
       limit), never in a file.
+    - **A request line or headers too long are answered.** Twisted reads the request line and
+      each header as a line of at most 16 KiB, and the request line and headers together up
+      to 16 KiB (``totalHeadersSize``): past the first it closed the connection without a
+      word, past the second it answered a bare 400. Here a request line past either is 414
+      ``REQUEST_LINE_TOO_LONG``, headers past either 431 ``HEADERS_TOO_LARGE``, with the error
+      table's JSON body, then the same lingering close (``BoundedChannel``).
     - **No form parsing.** Daphne hands the application the raw body and never reads Twisted's
       parsed form arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of
       CPU per request on this machine kind, through the email package) and would decode a
@@ -36,16 +42,28 @@ def web_request_install() -> None:
     """
     from daphne import http_protocol
     from django.conf import settings
+    from twisted.web import http as twisted_http
+
+    http: Any = twisted_http  # its HTTPChannel's private parts are untyped
 
     from agentchat.core.rules.encode import json_bytes
     from agentchat.core.rules.errors import error_body
-    from agentchat.core.rules.validation import request_too_large
+    from agentchat.core.rules.validation import (
+        headers_too_large,
+        request_line_too_long,
+        request_too_large,
+    )
 
     limit = settings.AGENTCHAT_MAX_REQUEST_BYTES
-    body = json_bytes(error_body(request_too_large(limit)))
-    refusal = (
-        b"HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+    refusal = _answer(b"413 Content Too Large", error_body(request_too_large(limit)), json_bytes)
+    head_limit = http.HTTPChannel.totalHeadersSize
+    line_refusal = _answer(
+        b"414 URI Too Long", error_body(request_line_too_long(head_limit)), json_bytes
+    )
+    headers_refusal = _answer(
+        b"431 Request Header Fields Too Large",
+        error_body(headers_too_large(head_limit)),
+        json_bytes,
     )
 
     # daphne is untyped: its WebRequest is Any to the type checker.
@@ -96,3 +114,60 @@ def web_request_install() -> None:
             reactor.callLater(LINGER_SECONDS, channel.loseConnection)  # type: ignore[arg-type]
 
     http_protocol.WebRequest = WebRequest
+
+    class BoundedChannel(http.HTTPChannel):  # type: ignore[misc]
+        """Twisted's HTTP/1.1 channel, answering a request line or headers past its limits
+        (a line of LineReceiver.MAX_LENGTH, all of them ``totalHeadersSize``) with the error
+        table's 414 or 431 instead of closing or a bare 400; then it lingers as a 413 does."""
+
+        _refused = False
+        _discarded = 0
+
+        def _in_headers(self) -> bool:
+            # Twisted's own flag (name-mangled): 1 or 2 until the request line is read.
+            return not getattr(self, "_HTTPChannel__first_line", not self.requests)
+
+        def _head_refuse(self) -> None:
+            self._refused = True
+            self.transport.write(headers_refusal if self._in_headers() else line_refusal)
+            if hasattr(self.transport, "loseWriteConnection"):
+                self.transport.loseWriteConnection()
+            from twisted.internet import reactor
+
+            reactor.callLater(LINGER_SECONDS, self.loseConnection)  # type: ignore[arg-type]
+
+        def dataReceived(self, data: bytes) -> None:
+            if self._refused:
+                self._discarded += len(data)
+                if self._discarded > LINGER_BYTES:
+                    self.loseConnection()
+                return
+            super().dataReceived(data)
+
+        def lineReceived(self, line: bytes) -> None:
+            if self._refused:
+                return
+            if self._receivedHeaderSize + len(line) > self.totalHeadersSize:
+                self._head_refuse()
+                return
+            super().lineReceived(line)
+
+        def lineLengthExceeded(self, line: bytes) -> None:
+            if not self._refused:
+                self._head_refuse()
+
+    def channel_protocol(factory: Any) -> Any:
+        # What twisted's HTTPFactory.protocol makes (its _genericHTTPChannelProtocolFactory),
+        # with the bounded channel inside.
+        return http._GenericHTTPChannelProtocol(BoundedChannel())
+
+    http_protocol.HTTPFactory.protocol = channel_protocol
+
+
+def _answer(status: bytes, body: Any, encode: Any) -> bytes:
+    """A whole HTTP/1.1 answer that closes: ``status`` and the JSON ``body``."""
+    data = encode(body)
+    return (
+        b"HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(data), data)
+    )

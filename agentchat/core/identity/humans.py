@@ -1,9 +1,9 @@
 """The agent identity of a signed-in person (the dashboard and the
 admin act as it, so what a person posts says ``sender_kind: human``): a human agent linked
 one-to-one to the Django user, made on first sign-in and named after the username (lowercased,
-every character outside ``[a-z0-9._-]`` replaced by ``-``, trimmed to the agent-name rule). An
-existing agent is never linked implicitly: when the name is taken, the person is
-``<name>.human`` (then ``<name>.human-2``, ...)."""
+every character outside ``[a-z0-9._-]`` replaced by ``-``, runs of dots made one, trimmed to
+the agent-name rule). An existing agent is never linked implicitly: when the name is taken, the
+person is ``<name>.human`` (then ``<name>.human-2``, ...)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ from agentchat.core.rules.names import is_agent_name
 NAME_MAX = 64
 _OUTSIDE = re.compile(r"[^a-z0-9._-]")
 _EDGES = re.compile(r"^[._-]+|[._-]+$")
+_DOTS = re.compile(r"\.{2,}")
 HUMAN_SUFFIX = ".human"
 
 
 def human_name(username: str, *, user_id: int) -> str:
     """The agent name a username becomes (``user-<id>`` when nothing of it is left)."""
-    cut = _EDGES.sub("", _OUTSIDE.sub("-", username.lower())[: NAME_MAX - len(HUMAN_SUFFIX) - 4])
+    spelled = _DOTS.sub(".", _OUTSIDE.sub("-", username.lower()))
+    cut = _EDGES.sub("", spelled[: NAME_MAX - len(HUMAN_SUFFIX) - 4])
     return cut if is_agent_name(cut) else f"user-{user_id}"
 
 

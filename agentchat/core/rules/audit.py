@@ -6,7 +6,8 @@ task and lease events of tasks_app, the path-lock events of locks_app, channels_
 ``channel.updated`` and whiteboard writes, and the state's ``state.compacted``). A message
 posted by a client may not take one of them (``STATUS_RESERVED``): a reader of the channel, the
 reference CLI's readers and the state summary among them, would take it for the server's record
-of a change.
+of a change. HTTP v1's kinds (``ENVELOPE_STATUSES``: ``receipt``, ``contact.share``,
+``contact.upsert``) are reserved the same way, for the envelopes' messages.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ AUDIT_STATUSES: tuple[str, ...] = (
 )
 RESERVED = frozenset(AUDIT_STATUSES)
 
+# HTTP v1's own kinds (channels_app.services.envelopes): the message of a receipt or a contact
+# share takes its kind as its status, and an address book's log is of ``contact.upsert``
+# events. Only an envelope's message may take one (``message_post(envelope=True)``): a client's
+# ``receipt`` would read as a delivery receipt, its ``contact.share`` as a shared card.
+ENVELOPE_STATUSES: tuple[str, ...] = ("receipt", "contact.share", "contact.upsert")
+ENVELOPE_RESERVED = frozenset(ENVELOPE_STATUSES)
+
 
 def _families(statuses: tuple[str, ...]) -> tuple[str, ...]:
     # A status's family is its text up to and including its last dot (``lease.claimed`` →
@@ -53,6 +61,8 @@ def _families(statuses: tuple[str, ...]) -> tuple[str, ...]:
 # ``task.``, ``lease.``, ``path.lock.``, ``channel.``, ``state.``: a client's ``lease.expired``
 # would read as the server's record as surely as ``lease.claimed``.
 RESERVED_PREFIXES: tuple[str, ...] = _families(AUDIT_STATUSES)
+# ``contact.``: a client's ``contact.shared`` would read as a share.
+ENVELOPE_PREFIXES: tuple[str, ...] = _families(ENVELOPE_STATUSES)
 
 
 def status_key(status: str) -> str:
@@ -69,3 +79,10 @@ def is_reserved(status: str) -> bool:
     them or of their families (``RESERVED_PREFIXES``), compared by ``status_key``."""
     key = status_key(status)
     return key in RESERVED or key.startswith(RESERVED_PREFIXES)
+
+
+def is_envelope_status(status: str) -> bool:
+    """Whether ``status`` would read as one of HTTP v1's own kinds (``ENVELOPE_STATUSES``) or
+    of their families, compared by ``status_key``: only an envelope's message may take it."""
+    key = status_key(status)
+    return key in ENVELOPE_RESERVED or key.startswith(ENVELOPE_PREFIXES)

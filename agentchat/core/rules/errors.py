@@ -112,7 +112,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "STATUS_RESERVED",
         400,
         "a message's status is one the server's own audit messages use or of their families "
-        "(task.*, lease.*, path.lock.*...), compared NFKC-normalized and case-folded",
+        "(task.*, lease.*, path.lock.*...), or one of HTTP v1's kinds (receipt, contact.*), "
+        "compared NFKC-normalized and case-folded",
     ),
     ("INVALID_NAME", 400, "an agent, channel or marker name breaks the naming rules"),
     ("INVALID_SEQ", 400, "a seq (after, since, ack) is not an integer in range"),
@@ -126,6 +127,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
     ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),
+    ("REQUEST_LINE_TOO_LONG", 414, "the request line (its URL) is over 16 KiB"),
+    (
+        "HEADERS_TOO_LARGE",
+        431,
+        "a header line, or the request line and headers together, is over 16 KiB",
+    ),
     ("FIELD_TOO_LARGE", 413, "one field is over its limit (512 KiB)"),
     ("UNSUPPORTED_MEDIA_TYPE", 415, "the body is not application/json"),
     # --- the multiplexed websocket (/ws/channels/): error frames

@@ -1,10 +1,10 @@
 """Name rules shared by every app.
 
 Agent names follow the HTTP v1 identity rule (1-64 of ``a-z 0-9 . _ -``, starting and ending
-with a letter or digit); a dot makes a sub-agent (``alice.critic`` is under ``alice``: IASP §2,
-``agentchat.relevance``), and the whole dotted name obeys the rule. Channel names, task ids
-and the like follow the reference CLI's record-id rule ``[A-Za-z0-9][A-Za-z0-9._-]*`` so that
-a synced folder stays readable by it.
+with a letter or digit, no empty segment between dots); a dot makes a sub-agent
+(``alice.critic`` is under ``alice``: IASP §2, ``agentchat.relevance``), and the whole dotted
+name obeys the rule. Channel names, task ids and the like follow the reference CLI's record-id
+rule ``[A-Za-z0-9][A-Za-z0-9._-]*`` so that a synced folder stays readable by it.
 
 Every rule matches the whole string (``fullmatch``; a pattern ending in ``$`` would also accept
 a trailing newline, and ``review\\n`` would exist beside ``review``). The patterns end in
@@ -17,7 +17,10 @@ import re
 
 from agentchat.core.rules.errors import AppError
 
-AGENT_NAME_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?\Z")
+# No empty dot segment (``alice..x``; ``.alice`` and ``alice.`` already fail the edges): a
+# dot separates an agent from its sub-agent, and ``alice..x`` would be ``x`` under ``alice.``,
+# an agent that cannot exist.
+AGENT_NAME_RE = re.compile(r"(?!.*\.\.)[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?\Z")
 RECORD_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 CHANNEL_NAME_MAX = 64
 # A channel is a folder of the synced tree (and of a checkout on Windows): its name may not be
@@ -32,7 +35,7 @@ _WINDOWS_DEVICES = frozenset(
 
 # The same rules as ECMA-262 patterns for the OpenAPI document (agentchat.core.http.schema; a test
 # checks that they agree with the functions below). ``$`` ends the string there.
-AGENT_NAME_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"
+AGENT_NAME_PATTERN = r"^(?!.*\.\.)[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"
 RECORD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
@@ -63,7 +66,7 @@ def check_agent_name(value: object, *, field: str = "name", code: str = "INVALID
         raise AppError(
             code,
             f"{field} must be 1-64 of a-z, 0-9, '.', '_', '-', starting and ending with a "
-            "letter or digit",
+            "letter or digit, with no two dots in a row",
             detail={"field": field, "value": value[:100] if isinstance(value, str) else None},
         )
     return value  # type: ignore[return-value]

@@ -255,6 +255,25 @@ def request_too_large(limit: int | None = None) -> AppError:
     )
 
 
+def request_line_too_long(limit: int) -> AppError:
+    """414: a request line (method, target, version) over ``limit`` bytes: the server's
+    request class answers it (``agentchat.core.http.webrequest``)."""
+    return AppError(
+        "REQUEST_LINE_TOO_LONG",
+        f"the request line is over {limit} bytes: shorten the URL (its query above all)",
+        detail={"limit": limit},
+    )
+
+
+def headers_too_large(limit: int) -> AppError:
+    """431: a header line, or the request line and headers together, over ``limit`` bytes."""
+    return AppError(
+        "HEADERS_TOO_LARGE",
+        f"the request's headers are over {limit} bytes (one line, or all of them)",
+        detail={"limit": limit},
+    )
+
+
 def json_loads_strict(raw: bytes) -> Any:
     """Parse a request body. Raises REQUEST_TOO_LARGE, INVALID_JSON (bad UTF-8 or syntax,
     duplicate keys), INVALID_TEXT (a lone surrogate or NUL in any string or key), JSON_TOO_DEEP.

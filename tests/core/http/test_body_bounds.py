@@ -90,3 +90,62 @@ def test_an_absolute_form_target_is_a_json_400(live, path):
     status, _, body = answer.partition(b"\r\n\r\n")
     assert status.startswith(b"HTTP/1.1 400 "), answer[:300]  # before: Django's HTML 404
     assert json.loads(body)["error"]["code"] == "INVALID_VALUE"
+
+
+# --- the request line and headers (issue 17: a request line over 16 KB was dropped unanswered)
+
+
+def answered(answer: bytes, status: bytes) -> dict:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 " + status + b" "), answer[:200]
+    assert b"Connection: close" in head and b"Content-Type: application/json" in head
+    return json.loads(body)["error"]
+
+
+def still_serving(port: int) -> None:
+    answer, _ = exchange(port, b"GET /api/v1/channels/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 "), answer[:200]
+    assert not answer.startswith((b"HTTP/1.1 414", b"HTTP/1.1 431", b"HTTP/1.1 5"))
+
+
+@pytest.mark.parametrize("length", [16_400, 100_000, 3_000_000])
+def test_a_request_line_too_long_is_answered_414(live, length):
+    target = "/api/v1/search/?q=" + "a" * length
+    head = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    error = answered(exchange(live.port, head)[0], b"414")
+    assert error["code"] == "REQUEST_LINE_TOO_LONG"
+    assert error["detail"] == {"limit": 16384}
+    still_serving(live.port)
+
+
+def test_a_request_line_that_never_ends_is_answered_then_cut_off(live):
+    from agentchat.core.http.webrequest import LINGER_BYTES
+
+    piece = b"a" * 0x10000
+    offered = 4 * LINGER_BYTES // len(piece)
+    answer, sent = exchange(live.port, b"GET /?q=", [piece] * offered)
+    assert answered(answer, b"414")["code"] == "REQUEST_LINE_TOO_LONG"
+    assert sent < offered * len(piece)  # the server stopped taking them
+    still_serving(live.port)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        "X-Big: " + "b" * 17_000 + "\r\n",  # one line too long
+        "".join(f"X-H{i}: {'c' * 100}\r\n" for i in range(200)),  # all of them together
+    ],
+    ids=["one-line", "together"],
+)
+def test_headers_too_large_are_answered_431(live, headers):
+    head = f"GET /api/v1/channels/ HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n".encode()
+    error = answered(exchange(live.port, head)[0], b"431")
+    assert error["code"] == "HEADERS_TOO_LARGE"
+    still_serving(live.port)
+
+
+def test_a_request_line_within_the_limit_reaches_the_application(live):
+    head = f"GET /api/v1/channels/?{'p' * 15_000} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+    answer, _ = exchange(live.port, head)
+    assert not answer.startswith((b"HTTP/1.1 414", b"HTTP/1.1 431")), answer[:200]
+    assert answer.startswith(b"HTTP/1.1 "), answer[:200]

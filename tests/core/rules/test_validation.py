@@ -265,3 +265,31 @@ def test_marker_with_a_trailing_newline_is_refused(alice, review):
     r = alice.post("/api/v1/channels/review/claims/m1%0A/", {}, format="json")
     assert error_of(r) == "INVALID_NAME"
     assert not MarkerClaim.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["alice..x", ".alice", "alice.", "a..b..c", "a.b..c", "..", "a..."]
+)
+def test_agent_names_have_no_empty_dot_segment(name):
+    import re
+
+    from agentchat.core.rules.names import AGENT_NAME_PATTERN
+
+    assert code_of(lambda: check_agent_name(name)) == "INVALID_NAME"
+    assert re.search(AGENT_NAME_PATTERN, name) is None  # the OpenAPI document's rule too
+
+
+@pytest.mark.parametrize("name", ["alice.x", "a.b.c", "a-.b", "a_.-b", "a"])
+def test_agent_names_with_dots_between_segments_are_fine(name):
+    assert check_agent_name(name) == name
+
+
+def test_a_person_whose_username_has_dots_in_a_row_gets_one_dot():
+    from agentchat.core.identity.humans import human_name
+
+    assert human_name("Ann..Lee", user_id=7) == "ann.lee"
+    assert human_name("...", user_id=7) == "user-7"
+
+
+def test_channel_names_keep_the_record_id_rule():
+    assert check_channel_name("a..b") == "a..b"  # a folder the reference may hold
