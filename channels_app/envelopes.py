@@ -401,10 +401,11 @@ class MonitorCursor:
 
 
 def monitor_cursor_decode(raw: str, *, field: str = "cursor") -> MonitorCursor:
-    """The cursor ``encode`` made (padding optional). Raises INVALID_CURSOR for anything else:
-    not base64url, not the versioned JSON, a name that is no agent id, a position that is no
-    integer from 0."""
-    if len(raw) > MONITOR_CURSOR_MAX or not re.fullmatch(r"[A-Za-z0-9_-]*={0,2}", raw):
+    """The cursor ``encode`` made, exactly as it made it (the document: "pass next_cursor back
+    unchanged"). Raises INVALID_CURSOR for anything else: not base64url, padding, not the
+    versioned JSON, a name that is no agent id, a position that is no integer from 0, and any
+    other spelling of a valid cursor (spaces, a repeated key, another order, a zero)."""
+    if len(raw) > MONITOR_CURSOR_MAX or not re.fullmatch(r"[A-Za-z0-9_-]*", raw):
         raise _cursor_error(f"{field} is not a monitor cursor (base64url)")
     try:
         text = base64.urlsafe_b64decode(raw.rstrip("=") + "=" * (-len(raw.rstrip("=")) % 4))
@@ -426,4 +427,7 @@ def monitor_cursor_decode(raw: str, *, field: str = "cursor") -> MonitorCursor:
             or not 0 <= pos < 10**MAX_INT_DIGITS
         ):
             raise _cursor_error(f"{field} holds a position that is not an inbox's")
-    return MonitorCursor(dict(positions))
+    cursor = MonitorCursor(dict(positions))
+    if cursor.encode() != raw:
+        raise _cursor_error(f"{field} is not a cursor this server made; pass next_cursor unchanged")
+    return cursor

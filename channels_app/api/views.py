@@ -18,6 +18,7 @@ from agentchat.core.http.lane import request_abandoned
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.models import Agent
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import CHANNEL_NAME_MAX
@@ -95,7 +96,11 @@ class ChannelListCreateApi(APIView):
     @extend_schema(
         operation_id="channels_create",
         extensions=raises(
-            *s.INPUT_CODES, "INVALID_NAME", "CHANNEL_EXISTS", "CHANNEL_MEMBERS_REQUIRED"
+            *s.INPUT_CODES,
+            "INVALID_NAME",
+            "CHANNEL_EXISTS",
+            "CHANNEL_MEMBERS_REQUIRED",
+            "RATE_LIMITED",
         ),
         request=s.ChannelCreateInput,
         responses={201: s.ChannelOutput},
@@ -108,7 +113,11 @@ class ChannelListCreateApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest) -> Response:
         data = s.ChannelCreateInput.validate_input(request.data)
-        channel = services.channel_create(created_by=request.user.name, **data)
+        channel = services.channel_create(
+            created_by=request.user.name,
+            budgeted=request.user.kind == Agent.Kind.AGENT,
+            **data,
+        )
         return Response(records.channel_to_dict(channel), status=http.HTTP_201_CREATED)
 
 
@@ -312,7 +321,12 @@ class MarkerClaimApi(APIView):
     def post(self, request: AgentRequest, name: str, marker: str) -> Response:
         s.EmptyInput.validate_input(request.data)
         channel = selectors.channel_get(name, viewer=request.user.name)
-        claim = services.marker_claim(channel=channel, marker=marker, owner=request.user.name)
+        claim = services.marker_claim(
+            channel=channel,
+            marker=marker,
+            owner=request.user.name,
+            budgeted=request.user.kind == Agent.Kind.AGENT,
+        )
         return Response(
             {
                 "channel": channel.name,

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
 from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
@@ -17,7 +18,7 @@ from agentchat.core.rules.validation import text_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.selectors import channel_not_found, channel_visible
-from channels_app.services.direct import direct_channel_refuse
+from channels_app.services.direct import NAME_PREFIX, direct_channel_refuse
 from channels_app.services.events import audit_post
 from channels_app.services.groups import ROSTER_GROUP
 from channels_app.services.limits import MEMBERS_MAX, TOPIC_MAX, VISIBILITIES
@@ -81,14 +82,26 @@ def channel_create(
     topic: str = "",
     members: Iterable[str] = (),
     visibility: str = Channel.Visibility.OPEN,
+    budgeted: bool = False,
 ) -> Channel:
     """Create a channel. A members-only channel always has its creator on the roster (put
     first when the request did not name it): a creator could not see its own channel otherwise.
+    Names beginning ``dm.`` are the direct channels' (``services.direct``): refused here, so
+    no channel made by someone else sits beside a pair's under a look-alike name.
+    ``budgeted`` (an agent's request): the creation takes one from the creator's post budget
+    (``rates.rate_take``), given back when it fails.
 
     Raises INVALID_NAME, INVALID_VALUE, FIELD_TOO_LARGE, CHANNEL_MEMBERS_REQUIRED (the creator
     is no agent), CHANNEL_EXISTS (names are unique case-insensitively, so the name of a
     members-only channel is taken for non-members too: the 409 says that much, nothing more)."""
     check_channel_name(name)
+    if name.lower().startswith(NAME_PREFIX):
+        raise AppError(
+            "INVALID_NAME",
+            f"channel names beginning {NAME_PREFIX!r} are reserved for direct channels "
+            "(HTTP v1 envelopes make them)",
+            detail={"field": "name"},
+        )
     topic_check(topic)
     members = members_normalize(members)
     visibility_check(visibility)
@@ -99,6 +112,8 @@ def channel_create(
         raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
     try:
         with transaction.atomic():
+            if budgeted:
+                rate_take(agent=created_by)
             channel = Channel.objects.create(
                 name=name,
                 topic=topic,

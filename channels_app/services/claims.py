@@ -5,17 +5,24 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import is_record_id
 from channels_app.models import Channel, MarkerClaim
+from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import ROSTER_GROUP
 
 
 @write_atomic()
-def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
-    """Exactly one agent claims a marker; the unique row decides. Raises INVALID_NAME,
+def marker_claim(
+    *, channel: Channel, marker: str, owner: str, budgeted: bool = False
+) -> MarkerClaim:
+    """Exactly one agent claims a marker; the unique row decides. ``budgeted`` (an agent's
+    request): a claim takes one from the owner's post budget, given back when it fails.
+    Raises INVALID_NAME, CHANNEL_DIRECT (a direct channel has no markers), RATE_LIMITED,
     MARKER_ALREADY_CLAIMED."""
+    direct_channel_refuse(channel, "marker claims")
     if not is_record_id(marker, max_length=128):
         raise AppError(
             "INVALID_NAME",
@@ -26,6 +33,8 @@ def marker_claim(*, channel: Channel, marker: str, owner: str) -> MarkerClaim:
     if existing is None:
         try:
             with transaction.atomic():
+                if budgeted:
+                    rate_take(agent=owner)
                 claim = MarkerClaim.objects.create(channel=channel, marker=marker, owner=owner)
                 push_on_commit(ROSTER_GROUP, {"kind": "marker.claimed", "channel": channel.pk})
                 return claim

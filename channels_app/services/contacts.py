@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentchat.core.db.transactions import write_atomic
+from agentchat.core.identity.rates import rate_take
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
@@ -60,8 +61,9 @@ def _upsert(
 def contact_put(*, owner: Agent, contact_id: str, card: Any) -> tuple[dict[str, Any], bool]:
     """Save ``card`` as ``contact_id`` in ``owner``'s address book; returns (the card as stored,
     created). The card's ``id`` must be ``contact_id``. A card equal to the stored one appends
-    no event. Raises INVALID_NAME, INVALID_TYPE, INVALID_VALUE, INVISIBLE_CHARACTER,
-    UNKNOWN_FIELD, MISSING_FIELD."""
+    no event; a change takes one from the owner's post budget. Raises RATE_LIMITED,
+    INVALID_NAME, INVALID_TYPE, INVALID_VALUE, INVISIBLE_CHARACTER, UNKNOWN_FIELD,
+    MISSING_FIELD."""
     check_agent_name(contact_id, field="contact_id")
     stored = records.contact_card_check(card)
     if stored["id"] != contact_id:
@@ -80,6 +82,8 @@ def contact_put(*, owner: Agent, contact_id: str, card: Any) -> tuple[dict[str, 
             )
             if current == stored:
                 raise _Undo(False)
+            if owner.kind == Agent.Kind.AGENT:
+                rate_take(agent=owner.name)  # a change costs one post; a same card, nothing
             _, created = _upsert(owner, stored, seq, source=ContactEvent.Source.PUT)
     except _Undo as undo:
         return stored, bool(undo.answer)

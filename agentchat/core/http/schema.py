@@ -297,12 +297,12 @@ PATH_CODES = ("NOT_FOUND",)
 CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
 
 # Writes of a channel that post a message (a post, an event, the audit of a task, lock or
-# channel change): the sender's post budget (agentchat.core.identity.rates). Reads, acks, a
-# lock check, a marker claim and recover-pending post nothing. A direct channel (HTTP v1) takes
-# envelopes only: any other write there is CHANNEL_DIRECT.
+# channel change) or take from it (a marker claim): the sender's post budget
+# (agentchat.core.identity.rates). Reads, acks, a lock check and recover-pending post nothing. A
+# direct channel (HTTP v1) takes envelopes only: any other write there is CHANNEL_DIRECT.
 POSTING_CODES = ("RATE_LIMITED", "CHANNEL_DIRECT")
 POSTING_METHODS = frozenset({"post", "put", "patch", "delete"})
-NOT_POSTING = ("/read/", "/ack/", "/locks/check/", "/claims/{marker}/", "/recover-pending/")
+NOT_POSTING = ("/read/", "/ack/", "/locks/check/", "/recover-pending/")
 
 # Heavy operations (agentchat.core.db.heavy, the lane's gate and work budget).
 HEAVY_CODES = ("HEAVY_REQUEST_BUSY", "WORK_BUDGET_EXCEEDED")

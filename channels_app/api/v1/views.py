@@ -235,7 +235,12 @@ class ContactApi(APIView):
         request=s.ContactCardInput,
         responses={201: s.ContactCardOutput, 200: s.ContactCardOutput},
         extensions=raises(
-            *INPUT_CODES, "FIELD_TOO_LARGE", "FORBIDDEN", "INVALID_NAME", "INVISIBLE_CHARACTER"
+            *INPUT_CODES,
+            "FIELD_TOO_LARGE",
+            "FORBIDDEN",
+            "INVALID_NAME",
+            "INVISIBLE_CHARACTER",
+            "RATE_LIMITED",
         ),
         summary="Save a portable contact card in the caller's address book",
         description="The card's `id` must be the path's contact id. 201 when the contact is "

@@ -120,8 +120,25 @@ def test_one_agents_notes_to_itself_have_a_channel_of_one(alice):
     )
 
 
+def test_the_dm_prefix_is_reserved_for_direct_channels(alice, bob):
+    for name in ("dm.alice.bob", "DM.alice.bob", "Dm.x", "dm.bob.x"):
+        r = alice.post("/api/v1/channels/", {"name": name}, format="json")
+        assert (r.status_code, error_code(r)) == (400, "INVALID_NAME"), name
+    assert not Channel.objects.exists()
+    for name in ("dm", "dmx.a", "adm.x", "d.m.x"):
+        assert alice.post("/api/v1/channels/", {"name": name}, format="json").status_code == 201
+
+
+def test_marker_claims_are_refused_in_a_direct_channel(alice, bob):
+    send(alice, "alice", "bob", text="hi")
+    r = alice.post("/api/v1/channels/dm.alice.bob/claims/m1/", format="json")
+    assert (r.status_code, error_code(r)) == (409, "CHANNEL_DIRECT")
+    assert not Channel.objects.get().marker_claims.exists()
+
+
 def test_a_name_taken_or_too_long_gives_the_pair_a_digest_name(alice, bob, api_for):
-    alice.post("/api/v1/channels/", {"name": "DM.alice.bob"}, format="json")  # squatted
+    # Only a folder's import (the reference CLI's folders may have any name) can take it now.
+    Channel.objects.create(name="DM.alice.bob", created_by="alice")  # squatted
     send(alice, "alice", "bob", text="still private")
     direct = Channel.objects.get(direct_pair="alice bob")
     assert direct.name == direct_channel_names("alice", "bob")[1]

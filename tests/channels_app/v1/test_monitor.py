@@ -174,6 +174,15 @@ def _b64(value):
         _b64({"v": 1, "p": {"bob": 10**30}}),
         _b64(b"[" * 100_000),
         "A" * 12_289,
+        # other spellings of a valid cursor: padding, spaces, a repeated key, order, a zero
+        "eyJ2IjoxLCJwIjp7ImJvYiI6NDN9fQ==",
+        _b64(b'{"v": 1, "p": {"bob": 43}}'),
+        _b64(b'{"v":1,"p":{"bob":1,"bob":43}}'),
+        _b64(b'{"p":{"bob":43},"v":1}'),
+        _b64(b'{"v":1,"p":{"carol":2,"bob":43}}'),
+        _b64(b'{"v":1,"p":{"bob":43,"carol":0}}'),
+        _b64(b'{"v":1,"p":{"bob":043}}'),
+        _b64(b'{"v":1,"p":{"bob":43}}\n'),
     ],
 )
 def test_a_malformed_monitor_cursor_is_invalid(admin, cursor):

@@ -121,3 +121,41 @@ def test_people_and_an_empty_setting_are_not_limited(room, settings):
     for _ in range(5):
         post(room)
     assert not RateBucket.objects.exists()
+
+
+def test_channel_creation_marker_claims_and_contact_changes_take_from_the_budget(
+    alice, room, settings
+):
+    """Writes that make a row without a message are budgeted too (the hostile run: an agent
+    could make channels, claim markers and rewrite contacts without limit)."""
+    settings.AGENTCHAT_POST_RATE = "3/hour"
+    assert alice.post("/api/v1/channels/", {"name": "one"}, format="json").status_code == 201
+    assert alice.post("/api/v1/channels/room/claims/m1/", format="json").status_code == 201
+    card = {"id": "carol", "display_name": "Carol", "endpoint": "https://example.test/carol"}
+    put = f"/v1/agents/alice/contacts/{card['id']}"
+    assert alice.put(put, card, format="json").status_code == 201
+    # The same card again changes nothing and costs nothing; refused writes cost nothing.
+    assert alice.put(put, card, format="json").status_code == 200
+    assert alice.post("/api/v1/channels/room/claims/m1/", format="json").status_code == 409
+    for answer in (
+        alice.post("/api/v1/channels/", {"name": "two"}, format="json"),
+        alice.post("/api/v1/channels/room/claims/m2/", format="json"),
+        alice.put(put, {**card, "display_name": "Carol B"}, format="json"),
+        alice.post("/api/v1/channels/room/messages/", {"title": "x"}, format="json"),
+    ):
+        assert (answer.status_code, error_code(answer)) == (429, "RATE_LIMITED")
+        assert int(answer["Retry-After"]) >= 1
+    assert not Message.objects.filter(channel__name__in=["two"]).exists()
+    from channels_app.models import Channel, Contact, MarkerClaim
+
+    assert not Channel.objects.filter(name="two").exists()
+    assert list(MarkerClaim.objects.values_list("marker", flat=True)) == ["m1"]
+    assert Contact.objects.get(contact_id="carol").card["display_name"] == "Carol"
+
+
+def test_people_have_no_budget_for_channels(settings):
+    settings.AGENTCHAT_POST_RATE = "1/hour"
+    agent_get_or_create(name="pat", kind=Agent.Kind.HUMAN)
+    for name in ("p1", "p2", "p3"):
+        channel_create(name=name, created_by="pat")
+    assert not RateBucket.objects.exists()
