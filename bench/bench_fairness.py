@@ -11,7 +11,9 @@ messages of 15 KB, 200 channels and 200 tasks, starts our server, then for each 
 first alone, then while the hog's connections loop their requests. The hogs: each heavy kind
 on its own (agent ``hog``, two connections of one token looping the same request), then the
 crowds (``SCENARIOS``): one agent's four tokens, four agents, one token's four connections
-each looping another kind, and four agents beside a victim whose own peek is a megabyte.
+each looping another kind, four agents beside a victim whose own peek is a megabyte, and the
+dashboard hog (``--only dashboard``): three signed-in people (a browser session each) loading the
+state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary), filled only when it runs.
 Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
 request count, status codes and bytes. Not part of the test suite.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,10 +78,20 @@ for i in range(200):
 big = Channel.objects.get(name="big")
 for i in range(200):
     task_create(channel=big, created_by="filler", task_id=f"t{{i:03d}}", title=f"task {{i}} " * 10)
+if {dashboard}:
+    from django.contrib.auth import get_user_model
+    for i in range({sessions}):
+        get_user_model().objects.create_user(f"person{{i}}", password="bench-password")
+    fat = services.channel_create(name="fatstate", created_by="filler")
+    line = "a line of the decision's reasons, written out at length. " * 2 + "\\n"
+    body = (line * (500_000 // len(line) + 1))[:500_000]
+    for i in range(80):
+        services.message_post(channel=fat, sender="filler", title=f"Decision: {{i}}", body=body)
 print("TOKENS " + json.dumps(tokens))
 """
 
-Request = tuple[str, str]  # (method, path); method STATE+POST: a post, then GET path
+# (method, path); method STATE+POST: a post, then GET path; PAGE: GET as a signed-in person
+Request = tuple[str, str]
 STATE_MD = ("GET", "/api/v1/channels/big/state/?format=md")
 SEARCH_ALL = ("GET", "/api/v1/search/?q=fil*+mes*&limit=200")
 PEEK_FAT = ("GET", "/api/v1/channels/fat/messages/?after=0&limit=1000")
@@ -96,6 +109,7 @@ HOGS: tuple[tuple[str, Request], ...] = (
 )
 MIX = (STATE_MD, SEARCH_ALL, PEEK_FAT, TASK_LIST)
 PEEK_SMALL = "/api/v1/channels/quiet/messages/?limit=20"
+PAGE_SESSIONS = 3  # people loading the dashboard hog's page at once, each signed in
 
 
 def rotated(i: int) -> list[Request]:
@@ -114,7 +128,27 @@ SCENARIOS: tuple[tuple[str, list[Client], str], ...] = (
         [(f"hog{i or ''}", 0, rotated(i)) for i in range(4)],
         "/api/v1/channels/fat/messages/?after=0&limit=1000",
     ),
+    (  # a person's "agent" is their user name, signed in through the form
+        "dashboard state 41 MB, 3 people",
+        [(f"person{i}", 0, [("PAGE", "/c/fatstate/state/")]) for i in range(PAGE_SESSIONS)],
+        PEEK_SMALL,
+    ),
 )
+
+
+def signed_in(url: str, person: str) -> httpx.Client:
+    """A browser session: signed in through the form, its cookies kept."""
+    client = httpx.Client(base_url=url, timeout=300, follow_redirects=False)
+    form = client.get("/signin/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token, "no CSRF token on the sign-in form"
+    signed = client.post(
+        "/signin/",
+        data={"username": person, "password": "bench-password",
+              "csrfmiddlewaretoken": token.group(1)},
+    )  # fmt: skip
+    assert signed.status_code == 302, signed.status_code
+    return client
 
 
 def victim_loop(url: str, token: str, seconds: float, peek: str) -> dict[str, list[float]]:
@@ -146,13 +180,20 @@ def hog_loop(
     started: threading.Event,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+    paging = requests[0][0] == "PAGE"  # then ``token`` names the person signed in
+    client = (
+        signed_in(url, token)
+        if paging
+        else httpx.Client(base_url=url, headers=headers, timeout=120)
+    )
+    try:  # the session has made requests: ``with`` would open it again
         n = 0
         while not stop.is_set():
             method, path = requests[n % len(requests)]
             n += 1
             if method == "STATE+POST":
                 client.post("/api/v1/channels/big/messages/", json={"title": f"Decision: h{n}"})
+            if method in ("STATE+POST", "PAGE"):
                 method = "GET"
             begun = time.perf_counter()
             with client.stream(method, path) as r:
@@ -161,6 +202,8 @@ def hog_loop(
             out["codes"][r.status_code] += 1
             out["bytes"] = max(out["bytes"], size)
             started.set()  # answered once: the hog's loop is under way
+    finally:
+        client.close()
 
 
 def figures(times: list[float]) -> dict[str, Any]:
@@ -197,8 +240,8 @@ def measure(
     for hog in hogs:
         hog.start()
     for first in started:
-        if not first.wait(120):
-            raise SystemExit("a hog got no answer in 120 s")
+        if not first.wait(600):
+            raise SystemExit("a hog got no answer in 600 s")
     loaded = victim_loop(url, victim, seconds, peek)
     stop.set()
     for hog in hogs:
@@ -226,6 +269,9 @@ def main() -> int:
     hogs: list[tuple[str, list[Client], str]] = [
         (label, [("hog", 0, [request])] * 2, PEEK_SMALL) for label, request in HOGS
     ] + list(SCENARIOS)
+    hogs = [h for h in hogs if not args.only or any(part in h[0] for part in args.only)]
+    # the dashboard hog's people and channel are filled only when it runs
+    dashboard = any(loop[0][0] == "PAGE" for _, clients, _ in hogs for _, _, loop in clients)
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentchat-bench-fairness-") as name:
         tmp = Path(name)
@@ -233,19 +279,20 @@ def main() -> int:
         migrate(env)
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", SETUP.format(messages=args.messages)],
+            [sys.executable, "manage.py", "shell", "-c", SETUP.format(
+                messages=args.messages, dashboard=dashboard, sessions=PAGE_SESSIONS)],
             cwd=ROOT, env=env, check=True, timeout=900, capture_output=True, text=True,
         )  # fmt: skip
         line = next(x for x in done.stdout.splitlines() if x.startswith("TOKENS "))
         tokens: dict[str, list[str]] = json.loads(line.removeprefix("TOKENS "))
+        # a person's credential is their user name: the hog signs in with it
+        tokens.update({f"person{i}": [f"person{i}"] for i in range(PAGE_SESSIONS)})
         log(f"filled in {time.perf_counter() - started:.1f} s")
         server = Server(env, tmp / "server.log")
         try:
             victim = tokens["victim"][0]
             victim_loop(server.url, victim, 0.5, PEEK_SMALL)  # warm
             for label, clients, peek in hogs:
-                if args.only and not any(part in label for part in args.only):
-                    continue
                 row = {
                     "hog": label,
                     **measure(server.url, victim, tokens, clients, peek, args.seconds),
