@@ -21,12 +21,12 @@ from agentchat.core.http.rest import (
     StrictSerializer,
 )
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app import selectors, services, signals
-from channels_app.api.serializers import INPUT_CODES
-from channels_app.api.views import check_sender, limit_param, parse_int_param
+from channels_app.api.serializers import INPUT_CODES, claimed_sender_field
+from channels_app.api.views import limit_param, parse_int_param
 
 TAG = ["signals"]
 # Text without NUL holding something besides whitespace (Python's, which the service strips).
@@ -74,13 +74,7 @@ class SignalPostInput(StrictSerializer):
         min_value=1,
         help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
     )
-    # "from" on the wire (KeywordFieldsMetaclass).
-    from_ = StrictCharField(
-        single_line=True,
-        required=False,
-        help_text="optional; must equal the acting agent (else 403 SENDER_MISMATCH)",
-        openapi=openapi.AGENT_NAME,
-    )
+    from_ = claimed_sender_field("the acting agent")
 
 
 class SignalOutput(serializers.Serializer, metaclass=KeywordFieldsMetaclass):
@@ -207,7 +201,7 @@ class SignalListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = SignalPostInput.validate_input(request.data)
-        check_sender(request, data)
+        sender_check(request, data.pop("from", None))
         channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.signal_post(
             channel=channel,

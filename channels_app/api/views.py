@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,7 +15,7 @@ from agentchat.core.http import schema as openapi
 from agentchat.core.http.lane import request_abandoned
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import CHANNEL_NAME_MAX
@@ -60,16 +58,6 @@ def peek_window(request: AgentRequest) -> tuple[int | None, int]:
     after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
     after = parse_int_param(request, "after", code="INVALID_SEQ")
     return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
-
-
-def check_sender(request: AgentRequest, data: dict[str, Any]) -> None:
-    claimed = data.pop("from", None)
-    if claimed is not None and claimed != request.user.name:
-        raise AppError(
-            "SENDER_MISMATCH",
-            f"the token belongs to {request.user.name!r}, not {claimed!r}",
-            detail={"from": claimed, "agent": request.user.name},
-        )
 
 
 class ChannelListCreateApi(APIView):
@@ -225,7 +213,7 @@ class MessageListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = s.MessagePostInput.validate_input(request.data)
-        check_sender(request, data)
+        sender_check(request, data.pop("from", None))
         channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.message_post(
             channel=channel,

@@ -20,7 +20,7 @@ from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest
+from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest, sender_check
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
@@ -80,15 +80,6 @@ def owner_of(request: AgentRequest, agent_id: str) -> Agent:
             detail={"agent": agent.name},
         )
     return agent
-
-
-def sender_check(request: AgentRequest, claimed: object) -> None:
-    if claimed is not None and claimed != request.user.name:
-        raise AppError(
-            "SENDER_MISMATCH",
-            f"the token belongs to {request.user.name!r}, not {claimed!r}",
-            detail={"from": claimed, "agent": request.user.name},
-        )
 
 
 def limit_of(request: Request) -> int:
