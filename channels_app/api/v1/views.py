@@ -9,6 +9,8 @@ ADMIN_TOKEN_NOT_ALLOWED). ``/v1/monitor`` takes the admin token only
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -19,6 +21,7 @@ from rest_framework.views import APIView
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
 from agentchat.core.http.query import query_parameters
+from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest, sender_check
 from agentchat.core.models import Agent
@@ -82,6 +85,14 @@ def owner_of(request: AgentRequest, agent_id: str) -> Agent:
     return agent
 
 
+def owner_and_body(
+    request: AgentRequest, agent_id: str, form: type[StrictSerializer]
+) -> tuple[Agent, dict[str, Any]]:
+    """A write's two checks, in this order: the path's agent is the token's (FORBIDDEN), and
+    the body is what ``form`` takes (the input codes)."""
+    return owner_of(request, agent_id), form.validate_input(request.data)
+
+
 def limit_of(request: Request) -> int:
     return int_parse(
         request.query_params.get("limit"),
@@ -107,8 +118,13 @@ def json_response(body: bytes) -> HttpResponse:
     return HttpResponse(body, content_type="application/json")
 
 
+def created_response(body: Any, created: bool) -> Response:
+    """201 for what the request made, 200 for what it found made (a retry, a replaced card)."""
+    return Response(body, status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+
+
 def sent_response(sent: Sent) -> Response:
-    return Response(sent.envelope(), status=http.HTTP_201_CREATED if sent.created else 200)
+    return created_response(sent.envelope(), sent.created)
 
 
 class EnvelopeSendApi(APIView):
@@ -130,8 +146,7 @@ class EnvelopeSendApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.EnvelopeSendInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.EnvelopeSendInput)
         sender_check(request, data.get("from"))
         return sent_response(
             envelope_send(
@@ -181,8 +196,7 @@ class ReceiptSendApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.ReceiptSendInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.ReceiptSendInput)
         return sent_response(
             receipt_send(
                 sender=sender,
@@ -235,10 +249,9 @@ class ContactApi(APIView):
     )
     @query_parameters()
     def put(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
-        owner = owner_of(request, agent_id)
-        card = s.ContactCardInput.validate_input(request.data)
+        owner, card = owner_and_body(request, agent_id, s.ContactCardInput)
         stored, created = contact_put(owner=owner, contact_id=contact_id, card=card)
-        return Response(stored, status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+        return created_response(stored, created)
 
     @extend_schema(
         operation_id="v1_contacts_show",
@@ -266,8 +279,7 @@ class ContactShareApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.ContactShareInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.ContactShareInput)
         return sent_response(
             contact_share_send(
                 sender=sender,
@@ -292,13 +304,9 @@ class ContactShareAcceptApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str, message_id: str) -> Response:
-        owner = owner_of(request, agent_id)
-        s.EmptyInput.validate_input(request.data)
+        owner, _ = owner_and_body(request, agent_id, s.EmptyInput)
         event, created = contact_share_accept(owner=owner, message_id=message_id)
-        return Response(
-            contacts.contact_event_dict(event),
-            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
-        )
+        return created_response(contacts.contact_event_dict(event), created)
 
 
 class AddressBookApi(APIView):
