@@ -50,12 +50,12 @@ from agentchat.core.rules.presence import (
     RUN_TOKEN_MAX,
     SUBSTRATE_MAX,
     agent_id_generate,
-    in_namespace,
     is_live,
     presence_status,
 )
 from agentchat.core.rules.records import ts_micros
 from agentchat.core.rules.validation import text_check
+from agentchat.relevance import in_namespace
 
 RUN_TOKEN_PREFIX = "rt_"
 _GENERATE_ATTEMPTS = 5
