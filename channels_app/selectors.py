@@ -232,6 +232,18 @@ class PeekPage(NamedTuple):
     more: bool  # messages were left out: later ones (with ``after``), else earlier ones
 
 
+def sizes_within(sizes: list[tuple[int, int]], max_bytes: int) -> int:
+    """How many of the planned rows (``(seq, json_size)``, in the order sent) fit in about
+    ``max_bytes`` of a JSON list: always at least one (``sizes`` is not empty)."""
+    total, taken = 0, 0
+    for _seq, size in sizes:
+        total += size + 1
+        if taken and total > max_bytes:
+            break
+        taken += 1
+    return taken
+
+
 def message_peek(
     *,
     channel: Channel,
@@ -251,12 +263,7 @@ def message_peek(
     sizes = list(ordered.values_list("seq", "json_size")[: limit + 1])
     if not sizes:
         return PeekPage([], False)
-    total, taken = 0, 0
-    for _seq, size in sizes[:limit]:
-        total += size + 1
-        if taken and total > max_bytes:
-            break
-        taken += 1
+    taken = sizes_within(sizes[:limit], max_bytes)
     first, last = sorted((sizes[0][0], sizes[taken - 1][0]))
     rows = Message.objects.filter(channel=channel, seq__gte=first, seq__lte=last).order_by("seq")
     return PeekPage(_attach(rows, channel), taken < len(sizes))

@@ -33,6 +33,18 @@ from channels_app.services import (
 INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE", "FIELD_TOO_LARGE")
 
 
+def reply_to_field() -> StrictIntegerField:
+    """A post's optional ``reply_to``: the seq of a message of its channel (the service
+    refuses another with REPLY_TO_NOT_FOUND)."""
+    return StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
+    )
+
+
 def claimed_sender_field(whose: str) -> StrictCharField:
     """A post's optional ``from`` (declare it as ``from_``: "from" on the wire, by
     KeywordFieldsMetaclass); the view checks it against ``whose`` agent (``sender_check``)."""
@@ -160,13 +172,7 @@ class MessagePostInput(StrictSerializer):
     )
     # `from` is a Python keyword: declared below.
     to = RecipientsField(required=False, allow_null=True, default=None, openapi=RECIPIENTS_SCHEMA)
-    reply_to = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=1,
-        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
-    )
+    reply_to = reply_to_field()
     status = StrictCharField(
         single_line=True,
         required=False,

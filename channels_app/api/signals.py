@@ -16,7 +16,6 @@ from agentchat.core.http.query import query_parameters
 from agentchat.core.http.rest import (
     KeywordFieldsMetaclass,
     StrictCharField,
-    StrictIntegerField,
     StrictListField,
     StrictSerializer,
 )
@@ -25,7 +24,7 @@ from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app import selectors, services, signals
-from channels_app.api.serializers import INPUT_CODES, claimed_sender_field
+from channels_app.api.serializers import INPUT_CODES, claimed_sender_field, reply_to_field
 from channels_app.api.views import limit_param, parse_int_param
 
 TAG = ["signals"]
@@ -67,13 +66,7 @@ class SignalPostInput(StrictSerializer):
         help_text="the signal's type (also the message's status)",
         openapi={"type": "string", "enum": list(services.SIGNAL_TYPES)},
     )
-    reply_to = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=1,
-        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
-    )
+    reply_to = reply_to_field()
     from_ = claimed_sender_field("the acting agent")
 
 
