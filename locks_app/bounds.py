@@ -15,12 +15,12 @@ overlapping locks by lock id and, when there are more, says how many in all
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
@@ -44,6 +44,31 @@ def cap_refusal(
         + f": {hint}",
         detail={"held": held, "requested": wanted, "limit": limit, "scope": scope},
     )
+
+
+def held_caps_check(
+    held: QuerySet[PathLockEntry],
+    wanted: int,
+    *,
+    owner: str,
+    now: datetime,
+    exclude_lock_pk: int | None,
+    per_agent: int,
+    per_channel: int,
+    refusal: Callable[..., AppError],
+) -> None:
+    """The two caps on the ``held`` entries of a channel (the module's): ``owner``'s, its
+    expired locks too, at most ``per_agent``; the channel's unexpired ones at most
+    ``per_channel``; ``wanted`` more included. ``exclude_lock_pk``: the lock being recovered.
+    Raises ``refusal(held, wanted, limit, scope=...)``."""
+    if exclude_lock_pk is not None:
+        held = held.exclude(lock_id=exclude_lock_pk)
+    mine = held.filter(lock__owner=owner).count()
+    if mine + wanted > per_agent:
+        raise refusal(mine, wanted, per_agent, scope="agent")
+    active = held.filter(lock__expires_at__gt=now).count()
+    if active + wanted > per_channel:
+        raise refusal(active, wanted, per_channel, scope="channel")
 
 
 def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
@@ -70,18 +95,16 @@ def path_caps_check(
     ``channel`` (its expired locks too), the channel's unexpired locks at most
     AGENTCHAT_PATH_LOCK_MAX_PATHS, ``entries`` included. Counted inside the write transaction;
     ``exclude_lock_pk``: the lock being recovered. Raises PATH_LOCK_TOO_MANY_PATHS."""
-    wanted = len(entries)
-    held = PathLockEntry.objects.filter(channel_id=channel.pk)
-    if exclude_lock_pk is not None:
-        held = held.exclude(lock_id=exclude_lock_pk)
-    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT
-    mine = held.filter(lock__owner=owner).count()
-    if mine + wanted > per_agent:
-        raise _too_many_paths(mine, wanted, per_agent, scope="agent")
-    limit = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS
-    active = held.filter(lock__expires_at__gt=now).count()
-    if active + wanted > limit:
-        raise _too_many_paths(active, wanted, limit, scope="channel")
+    held_caps_check(
+        PathLockEntry.objects.filter(channel_id=channel.pk),
+        len(entries),
+        owner=owner,
+        now=now,
+        exclude_lock_pk=exclude_lock_pk,
+        per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT,
+        per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS,
+        refusal=_too_many_paths,
+    )
 
 
 def conflicts_listed(pks: Collection[int], now: datetime) -> tuple[list[dict[str, Any]], bool]:

@@ -52,7 +52,13 @@ from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
-from locks_app.bounds import cap_refusal, conflicts_body, conflicts_listed, path_caps_check
+from locks_app.bounds import (
+    cap_refusal,
+    conflicts_body,
+    conflicts_listed,
+    held_caps_check,
+    path_caps_check,
+)
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.imports import LockImport
@@ -173,17 +179,16 @@ def _root_caps_check(
     wanted = _root_count(entries)
     if not wanted:
         return
-    held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE))
-    if exclude_lock_pk is not None:
-        held = held.exclude(lock_id=exclude_lock_pk)
-    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT
-    mine = held.filter(lock__owner=owner).count()
-    if mine + wanted > per_agent:
-        raise _too_many(mine, wanted, per_agent, scope="agent")
-    limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
-    active = held.filter(lock__expires_at__gt=now).count()
-    if active + wanted > limit:
-        raise _too_many(active, wanted, limit, scope="channel")
+    held_caps_check(
+        PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)),
+        wanted,
+        owner=owner,
+        now=now,
+        exclude_lock_pk=exclude_lock_pk,
+        per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT,
+        per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS,
+        refusal=_too_many,
+    )
 
 
 def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
