@@ -95,23 +95,28 @@ def channel_create(
     if visibility == Channel.Visibility.MEMBERS and created_by not in members:
         members = members_normalize([created_by, *members])
     roster_check(visibility=visibility, members=members)
+    return channel_insert(
+        name=name, topic=topic, members=members, created_by=created_by, visibility=visibility
+    )
+
+
+def channel_insert(*, name: str, **fields: Any) -> Channel:
+    """The row of a new channel ``name`` with ``fields`` (judged by the caller), in the
+    caller's transaction, rung to the roster once it commits. Raises CHANNEL_EXISTS: names are
+    unique case-insensitively (looked up first; the unique index refuses a concurrent one)."""
     if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
-        raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
+        raise _channel_exists(name)
     try:
         with transaction.atomic():
-            channel = Channel.objects.create(
-                name=name,
-                topic=topic,
-                members=members,
-                created_by=created_by,
-                visibility=visibility,
-            )
-            push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
-            return channel
+            channel = Channel.objects.create(name=name, **fields)
     except IntegrityError:
-        raise AppError(
-            "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
-        ) from None
+        raise _channel_exists(name) from None
+    push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
+    return channel
+
+
+def _channel_exists(name: str) -> AppError:
+    return AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
 
 
 @write_atomic()
