@@ -75,8 +75,7 @@ class ChannelListCreateApi(APIView):
         )
     )
     def get(self, request: AgentRequest) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.channel_after_check)
+        after, limit = pages.window_parse(request.query_params, selectors.channel_after_check)
         page = selectors.channel_list(agent=request.user, after=after, limit=limit)
         return pages.page_response("channels", page)
 

@@ -76,8 +76,7 @@ class LockListCreateApi(LockApiView):
         )
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.lock_id_check)
+        after, limit = pages.window_parse(request.query_params, selectors.lock_id_check)
         channel = channel_get(name, viewer=request.user.name)
         return pages.page_response(
             "locks", selectors.lock_page(channel=channel, after=after, limit=limit)

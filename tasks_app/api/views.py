@@ -79,8 +79,7 @@ class TaskListCreateApi(APIView):
         ),
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.task_after_check)
+        after, limit = pages.window_parse(request.query_params, selectors.task_after_check)
         channel = channel_get(name, viewer=request.user.name)
         page = selectors.task_page(
             channel=channel,

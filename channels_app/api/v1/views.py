@@ -225,9 +225,8 @@ class ContactListApi(APIView):
     )
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         owner = owner_of(request, agent_id)
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(
-            request.query_params.get("after"), lambda raw: check_agent_name(raw, field="after")
+        after, limit = pages.window_parse(
+            request.query_params, lambda raw: check_agent_name(raw, field="after")
         )
         page = contacts.contact_list(owner=owner, after=after, limit=limit)
         return pages.page_response("contacts", page)
