@@ -12,7 +12,7 @@ from agentchat.core.db.rows import RowSelect
 from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id
+from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id, record_id_check
 from channels_app import events
 from channels_app.approval_rule import APPROVAL_REQUEST
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
@@ -329,13 +329,9 @@ def channel_list(
 def channel_after_check(value: str) -> None:
     """``?after=`` of the channel list: a name as names are looked up (``channel_get``).
     Raises INVALID_NAME."""
-    if not is_record_id(value, max_length=CHANNEL_NAME_MAX):
-        raise AppError(
-            "INVALID_NAME",
-            f"after must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {CHANNEL_NAME_MAX} "
-            "characters",
-            detail={"field": "after", "value": value[:100]},
-        )
+    record_id_check(
+        value, what="after", code="INVALID_NAME", max_length=CHANNEL_NAME_MAX, field="after"
+    )
 
 
 # --- events and presence ----------------------------------------------------------------------
