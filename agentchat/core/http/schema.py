@@ -418,33 +418,35 @@ def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
     return result
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):
+class _BearerScheme(OpenApiAuthenticationExtension):
+    """An HTTP bearer scheme of the schema; its subclasses name the authentication class and
+    say what the token is (this base matches no class: ``target_class`` None)."""
+
+    description = ""
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "description": self.description}
+
+
+class BearerTokenScheme(_BearerScheme):
     target_class = "agentchat.core.identity.auth.BearerTokenAuthentication"
     name = "bearer"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An agent token from `manage.py create_agent_token NAME`. With the "
-            "header `AgentChat-As: NAME.SUB` the request acts as a sub-agent of the token's "
-            "agent (a name under it with a dot: alice's token as alice.critic), on every "
-            "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
-            "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md).",
-        }
+    description = (
+        "An agent token from `manage.py create_agent_token NAME`. With the "
+        "header `AgentChat-As: NAME.SUB` the request acts as a sub-agent of the token's "
+        "agent (a name under it with a dot: alice's token as alice.critic), on every "
+        "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
+        "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md)."
+    )
 
 
-class AdminTokenScheme(OpenApiAuthenticationExtension):
+class AdminTokenScheme(_BearerScheme):
     target_class = "agentchat.core.identity.auth.AdminTokenAuthentication"
     name = "adminBearer"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "The server's admin token, AGENT_CHAT_ADMIN_TOKEN (the admin monitor "
-            "only; no agent token is one).",
-        }
+    description = (
+        "The server's admin token, AGENT_CHAT_ADMIN_TOKEN (the admin monitor "
+        "only; no agent token is one)."
+    )
 
 
 WAIT_PATH = {
