@@ -148,10 +148,8 @@ class SignalListPostApi(APIView):
             description="true (default): the signals not acknowledged; false: all of them",
         ),
         OpenApiParameter("after", openapi.seq(), description="signals after this seq"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": signals.SIGNALS_MAX},
-            description=f"default {signals.SIGNALS_DEFAULT}, at most {signals.SIGNALS_MAX}",
+        openapi.limit_parameter(
+            signals.SIGNALS_MAX, f"default {signals.SIGNALS_DEFAULT}, at most {signals.SIGNALS_MAX}"
         ),
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:

@@ -165,10 +165,9 @@ class MessageListPostApi(APIView):
             openapi.seq(),
             description="return messages after this seq (ascending)",
         ),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
-            description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}; "
+        openapi.limit_parameter(
+            selectors.PEEK_MAX,
+            f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}; "
             "a response also stops at AGENTCHAT_READ_MAX_BYTES of messages (always at "
             "least one), `more: true` saying messages were left out (later ones with "
             "`after`, earlier ones without)",
@@ -245,16 +244,11 @@ class MessageReadApi(APIView):
         ),
     )
     @query_parameters(
-        OpenApiParameter(
-            "limit",
-            {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": selectors.READ_LIMIT_MAX,
-                "default": selectors.READ_LIMIT_MAX,
-            },
-            description="at most this many messages; a response also stops at "
-            "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
+        openapi.limit_parameter(
+            selectors.READ_LIMIT_MAX,
+            "at most this many messages; a response also stops at AGENTCHAT_READ_MAX_BYTES of "
+            "messages (always at least one)",
+            default=selectors.READ_LIMIT_MAX,
         ),
     )
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
@@ -346,10 +340,9 @@ class EventListPostApi(APIView):
             description="only events of this type (else 400 EVENT_INVALID_TYPE)",
         ),
         OpenApiParameter("after", openapi.seq(), description="events after this seq (ascending)"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": selectors.EVENTS_MAX},
-            description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
+        openapi.limit_parameter(
+            selectors.EVENTS_MAX,
+            f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
         ),
     )
     def get(self, request: AgentRequest, name: str) -> Response:
@@ -438,11 +431,7 @@ class ApprovalsApi(APIView):
         ),
     )
     @query_parameters(
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": approvals.APPROVALS_MAX},
-            description="at most this many (default 100)",
-        )
+        openapi.limit_parameter(approvals.APPROVALS_MAX, "at most this many (default 100)")
     )
     def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
@@ -482,11 +471,7 @@ class SearchApi(APIView):
             f"of at most {words.SEARCH_TERM_MAX} characters (400 INVALID_VALUE otherwise)",
         ),
         OpenApiParameter("channel", str, description="search this channel only"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": search.SEARCH_LIMIT_MAX},
-            description="at most this many (default 50)",
-        ),
+        openapi.limit_parameter(search.SEARCH_LIMIT_MAX, "at most this many (default 50)"),
     )
     def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=search.SEARCH_LIMIT_MAX, default=50)

@@ -126,21 +126,24 @@ def lease_seconds() -> dict[str, Any]:
     }
 
 
+def limit_parameter(maximum: int, description: str, *, default: int | None = None) -> Any:
+    """``?limit=``: 1 to ``maximum`` (its ``default`` in the schema when given)."""
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": maximum}
+    if default is not None:
+        schema["default"] = default
+    return OpenApiParameter("limit", schema, description=description)
+
+
 # Sizes: a pattern counts characters, the server bytes (UTF-8); a character is at most 4 bytes.
 def page_parameters(after: dict[str, Any], after_help: str) -> list[Any]:
     """``limit`` and ``after`` of a paged list (agentchat.core.http.pages): ``after`` is the list's
     key (its schema given), exclusive."""
     return [
-        OpenApiParameter(
-            "limit",
-            {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": LIST_LIMIT_MAX,
-                "default": LIST_LIMIT_MAX,
-            },
-            description="at most this many items; a page also stops at about "
-            "AGENTCHAT_READ_MAX_BYTES of JSON (always at least one item)",
+        limit_parameter(
+            LIST_LIMIT_MAX,
+            "at most this many items; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
+            "JSON (always at least one item)",
+            default=LIST_LIMIT_MAX,
         ),
         OpenApiParameter(
             "after",

@@ -48,16 +48,11 @@ CURSOR_HELP = (
     "`Last-Event-ID` header is sent (this parameter wins over the header); beyond the tail: "
     "400 INVALID_CURSOR"
 )
-LIMIT = OpenApiParameter(
-    "limit",
-    {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": envelopes.INBOX_LIMIT_MAX,
-        "default": envelopes.INBOX_LIMIT_DEFAULT,
-    },
-    description="at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
-    "JSON (always at least one): `next_cursor` below `tail` says more is there",
+LIMIT = openapi.limit_parameter(
+    envelopes.INBOX_LIMIT_MAX,
+    "at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of JSON (always "
+    "at least one): `next_cursor` below `tail` says more is there",
+    default=envelopes.INBOX_LIMIT_DEFAULT,
 )
 SEQ_CURSOR = OpenApiParameter("cursor", openapi.seq(), description=CURSOR_HELP)
 LAST_EVENT_ID = OpenApiParameter(
