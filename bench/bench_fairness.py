@@ -12,9 +12,11 @@ first alone, then while the hog's connections loop their requests. The hogs: eac
 on its own (agent ``hog``, two connections of one token looping the same request), then the
 crowds (``SCENARIOS``): one agent's four tokens, four agents, one token's four connections
 each looping another kind, four agents beside a victim whose own peek is a megabyte, and the
-approvals hog (``--approvals`` pending requests of ``--approval-bytes`` in ``asks``; one agent's
-two connections loop GET approvals/, ``limit=1`` and whole, and the dashboard's /help/ and
-/approvals/ as a signed-in person: every page counts the pending requests for its navigation).
+approvals hog (``--only approvals``: ``--approvals`` pending requests of ``--approval-bytes`` in
+``asks``; agent ``hog`` loops GET approvals/, ``limit=1`` and whole, while a signed-in person
+loops the dashboard's /help/ and /approvals/: every page counts the pending requests for its
+navigation), and the dashboard hog (``--only dashboard``): three signed-in people (a browser session each) loading the
+state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary), filled only when it runs.
 Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
 request count, status codes and bytes. Not part of the test suite.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,41 +75,37 @@ def fill(name, count, body, decision_every):
         Message.objects.bulk_create(rows, batch_size=1000)
 
 fill("big", {messages}, "filler message {{seq}} about the plan", 10)
-
-# The approvals hog's channel: 300 pending requests of ~400 KB each (issue 17).
-asks = services.channel_create(name="asks", created_by="filler")
-with transaction.atomic():
-    Channel.objects.filter(pk=asks.pk).update(last_seq={approvals})
-    now = timezone.now()
-    for seq in range(1, {approvals} + 1):
-        row = Message(id=f"msg_{{uuid.uuid4().hex}}", channel=asks, seq=seq, sender="filler",
-                      to=[], recipients="", ts=now, title=f"deploy {{seq}}?",
-                      status="needs-approval", body="y" * {approval_bytes})
-        row.json_size = message_json_size(row)
-        row.save(force_insert=True)
-
-# A person signed in to the dashboard: the hog's page requests carry its session.
-from importlib import import_module
-from django.conf import settings as dj
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-person = get_user_model().objects.create_user("hogger", password="pw-hogger")
-session = import_module(dj.SESSION_ENGINE).SessionStore()
-session[SESSION_KEY] = str(person.pk)
-session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-session[HASH_SESSION_KEY] = person.get_session_auth_hash()
-session.save()
-tokens["session"] = [dj.SESSION_COOKIE_NAME, session.session_key]
 fill("fat", 1000, "x" * 15000 + " {{seq}}", 1000000)
 for i in range(200):
     services.channel_create(name=f"room-{{i:03d}}", created_by="filler", topic="t" * 200)
 big = Channel.objects.get(name="big")
 for i in range(200):
     task_create(channel=big, created_by="filler", task_id=f"t{{i:03d}}", title=f"task {{i}} " * 10)
+if {dashboard}:
+    from django.contrib.auth import get_user_model
+    for i in range({sessions}):
+        get_user_model().objects.create_user(f"person{{i}}", password="bench-password")
+    fat = services.channel_create(name="fatstate", created_by="filler")
+    line = "a line of the decision's reasons, written out at length. " * 2 + "\\n"
+    body = (line * (500_000 // len(line) + 1))[:500_000]
+    for i in range(80):
+        services.message_post(channel=fat, sender="filler", title=f"Decision: {{i}}", body=body)
+if {approvals}:  # the approvals hog's channel: pending requests of ~400 KB each (issue 17)
+    asks = services.channel_create(name="asks", created_by="filler")
+    with transaction.atomic():
+        Channel.objects.filter(pk=asks.pk).update(last_seq={approvals})
+        now = timezone.now()
+        for seq in range(1, {approvals} + 1):
+            row = Message(id=f"msg_{{uuid.uuid4().hex}}", channel=asks, seq=seq, sender="filler",
+                          to=[], recipients="", ts=now, title=f"deploy {{seq}}?",
+                          status="needs-approval", body="y" * {approval_bytes})
+            row.json_size = message_json_size(row)
+            row.save(force_insert=True)
 print("TOKENS " + json.dumps(tokens))
 """
 
-Request = tuple[str, str]  # (method, path); STATE+POST: a post, then GET path; PAGE: a
-# dashboard page, with the session of the person "hogger"
+# (method, path); method STATE+POST: a post, then GET path; PAGE: GET as a signed-in person
+Request = tuple[str, str]
 STATE_MD = ("GET", "/api/v1/channels/big/state/?format=md")
 SEARCH_ALL = ("GET", "/api/v1/search/?q=fil*+mes*&limit=200")
 PEEK_FAT = ("GET", "/api/v1/channels/fat/messages/?after=0&limit=1000")
@@ -124,14 +123,8 @@ HOGS: tuple[tuple[str, Request], ...] = (
 )
 MIX = (STATE_MD, SEARCH_ALL, PEEK_FAT, TASK_LIST)
 PEEK_SMALL = "/api/v1/channels/quiet/messages/?limit=20"
-# One agent loops the approvals (300 pending requests of ~400 KB) and the dashboard's pages,
-# every one of which counts them for its navigation (issue 17).
-APPROVALS_HOG: list[Request] = [
-    ("GET", "/api/v1/approvals/?limit=1"),
-    ("PAGE", "/help/"),
-    ("GET", "/api/v1/approvals/"),
-    ("PAGE", "/approvals/"),
-]
+PAGE_SESSIONS = 3  # people loading the dashboard hog's page at once, each signed in
+APPROVALS_LABEL = "approvals hog"
 
 
 def rotated(i: int) -> list[Request]:
@@ -150,12 +143,36 @@ SCENARIOS: tuple[tuple[str, list[Client], str], ...] = (
         [(f"hog{i or ''}", 0, rotated(i)) for i in range(4)],
         "/api/v1/channels/fat/messages/?after=0&limit=1000",
     ),
-    (
-        "approvals hog (300 x 400 KB)",
-        [("hog", i, APPROVALS_HOG[i:] + APPROVALS_HOG[:i]) for i in range(2)],
+    (  # one agent loops the approvals API, a person the pages that count them for the nav
+        f"{APPROVALS_LABEL} (pending x 400 KB), API + pages",
+        [
+            ("hog", 0, [("GET", "/api/v1/approvals/?limit=1"), ("GET", "/api/v1/approvals/")]),
+            ("hog", 1, [("GET", "/api/v1/approvals/"), ("GET", "/api/v1/approvals/?limit=1")]),
+            ("person0", 0, [("PAGE", "/help/"), ("PAGE", "/approvals/")]),
+        ],
+        PEEK_SMALL,
+    ),
+    (  # a person's "agent" is their user name, signed in through the form
+        "dashboard state 41 MB, 3 people",
+        [(f"person{i}", 0, [("PAGE", "/c/fatstate/state/")]) for i in range(PAGE_SESSIONS)],
         PEEK_SMALL,
     ),
 )
+
+
+def signed_in(url: str, person: str) -> httpx.Client:
+    """A browser session: signed in through the form, its cookies kept."""
+    client = httpx.Client(base_url=url, timeout=300, follow_redirects=False)
+    form = client.get("/signin/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token, "no CSRF token on the sign-in form"
+    signed = client.post(
+        "/signin/",
+        data={"username": person, "password": "bench-password",
+              "csrfmiddlewaretoken": token.group(1)},
+    )  # fmt: skip
+    assert signed.status_code == 302, signed.status_code
+    return client
 
 
 def victim_loop(url: str, token: str, seconds: float, peek: str) -> dict[str, list[float]]:
@@ -187,22 +204,20 @@ def hog_loop(
     started: threading.Event,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
-    page_cookies = dict([out["session"]])
-    with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+    paging = requests[0][0] == "PAGE"  # then ``token`` names the person signed in
+    client = (
+        signed_in(url, token)
+        if paging
+        else httpx.Client(base_url=url, headers=headers, timeout=120)
+    )
+    try:  # the session has made requests: ``with`` would open it again
         n = 0
         while not stop.is_set():
             method, path = requests[n % len(requests)]
             n += 1
-            if method == "PAGE":
-                begun = time.perf_counter()
-                r = httpx.get(url + path, cookies=page_cookies, timeout=120)
-                out["times"].append(time.perf_counter() - begun)
-                out["codes"][f"page {r.status_code}"] += 1
-                out["bytes"] = max(out["bytes"], len(r.content))
-                started.set()
-                continue
             if method == "STATE+POST":
                 client.post("/api/v1/channels/big/messages/", json={"title": f"Decision: h{n}"})
+            if method in ("STATE+POST", "PAGE"):
                 method = "GET"
             begun = time.perf_counter()
             with client.stream(method, path) as r:
@@ -211,6 +226,8 @@ def hog_loop(
             out["codes"][r.status_code] += 1
             out["bytes"] = max(out["bytes"], size)
             started.set()  # answered once: the hog's loop is under way
+    finally:
+        client.close()
 
 
 def figures(times: list[float]) -> dict[str, Any]:
@@ -234,12 +251,7 @@ def measure(
     """The victim alone, then beside the hog's connections (each answered once first)."""
     alone = victim_loop(url, victim, seconds, peek)
     stop = threading.Event()
-    out: dict[str, Any] = {
-        "codes": Counter(),
-        "bytes": 0,
-        "times": [],
-        "session": tokens["session"],
-    }
+    out: dict[str, Any] = {"codes": Counter(), "bytes": 0, "times": []}
     started = [threading.Event() for _ in clients]
     hogs = [
         threading.Thread(
@@ -252,8 +264,8 @@ def measure(
     for hog in hogs:
         hog.start()
     for first in started:
-        if not first.wait(120):
-            raise SystemExit("a hog got no answer in 120 s")
+        if not first.wait(600):
+            raise SystemExit("a hog got no answer in 600 s")
     loaded = victim_loop(url, victim, seconds, peek)
     stop.set()
     for hog in hogs:
@@ -272,19 +284,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0, help="of load per measurement")
     parser.add_argument("--messages", type=int, default=5000, help="in the channel 'big'")
-    parser.add_argument("--approvals", type=int, default=300, help="pending, in 'asks'")
-    parser.add_argument(
-        "--approval-bytes", type=int, default=400_000, help="the body of each pending request"
-    )
     parser.add_argument("--database-url", help="instead of a throwaway SQLite file")
     parser.add_argument(
         "--only", action="append", help="run the hogs whose label holds this (repeatable)"
     )
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--approvals", type=int, default=300, help="pending, in 'asks'")
+    parser.add_argument(
+        "--approval-bytes", type=int, default=400_000, help="the body of each pending request"
+    )
     args = parser.parse_args()
     hogs: list[tuple[str, list[Client], str]] = [
         (label, [("hog", 0, [request])] * 2, PEEK_SMALL) for label, request in HOGS
     ] + list(SCENARIOS)
+    hogs = [h for h in hogs if not args.only or any(part in h[0] for part in args.only)]
+    # the dashboard hog's people and channel are filled only when it runs
+    dashboard = any(loop[0][0] == "PAGE" for _, clients, _ in hogs for _, _, loop in clients)
+    approvals = args.approvals if any(APPROVALS_LABEL in h[0] for h in hogs) else 0
     rows = []
     with tempfile.TemporaryDirectory(prefix="agentchat-bench-fairness-") as name:
         tmp = Path(name)
@@ -293,22 +309,20 @@ def main() -> int:
         started = time.perf_counter()
         done = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", SETUP.format(
-                messages=args.messages,
-                approvals=args.approvals,
-                approval_bytes=args.approval_bytes,
-            )],
+                messages=args.messages, dashboard=dashboard, sessions=PAGE_SESSIONS,
+                approvals=approvals, approval_bytes=args.approval_bytes)],
             cwd=ROOT, env=env, check=True, timeout=900, capture_output=True, text=True,
         )  # fmt: skip
         line = next(x for x in done.stdout.splitlines() if x.startswith("TOKENS "))
         tokens: dict[str, list[str]] = json.loads(line.removeprefix("TOKENS "))
+        # a person's credential is their user name: the hog signs in with it
+        tokens.update({f"person{i}": [f"person{i}"] for i in range(PAGE_SESSIONS)})
         log(f"filled in {time.perf_counter() - started:.1f} s")
         server = Server(env, tmp / "server.log")
         try:
             victim = tokens["victim"][0]
             victim_loop(server.url, victim, 0.5, PEEK_SMALL)  # warm
             for label, clients, peek in hogs:
-                if args.only and not any(part in label for part in args.only):
-                    continue
                 row = {
                     "hog": label,
                     **measure(server.url, victim, tokens, clients, peek, args.seconds),

@@ -12,7 +12,7 @@ from agentchat.core.db.rows import RowSelect
 from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id
+from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id, record_id_check
 from channels_app import events
 from channels_app.approval_rule import APPROVAL_REQUEST
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
@@ -232,6 +232,18 @@ class PeekPage(NamedTuple):
     more: bool  # messages were left out: later ones (with ``after``), else earlier ones
 
 
+def sizes_within(sizes: list[tuple[int, int]], max_bytes: int) -> int:
+    """How many of the planned rows (``(seq, json_size)``, in the order sent) fit in about
+    ``max_bytes`` of a JSON list: always at least one (``sizes`` is not empty)."""
+    total, taken = 0, 0
+    for _seq, size in sizes:
+        total += size + 1
+        if taken and total > max_bytes:
+            break
+        taken += 1
+    return taken
+
+
 def message_peek(
     *,
     channel: Channel,
@@ -251,12 +263,7 @@ def message_peek(
     sizes = list(ordered.values_list("seq", "json_size")[: limit + 1])
     if not sizes:
         return PeekPage([], False)
-    total, taken = 0, 0
-    for _seq, size in sizes[:limit]:
-        total += size + 1
-        if taken and total > max_bytes:
-            break
-        taken += 1
+    taken = sizes_within(sizes[:limit], max_bytes)
     first, last = sorted((sizes[0][0], sizes[taken - 1][0]))
     rows = Message.objects.filter(channel=channel, seq__gte=first, seq__lte=last).order_by("seq")
     return PeekPage(_attach(rows, channel), taken < len(sizes))
@@ -322,13 +329,9 @@ def channel_list(
 def channel_after_check(value: str) -> None:
     """``?after=`` of the channel list: a name as names are looked up (``channel_get``).
     Raises INVALID_NAME."""
-    if not is_record_id(value, max_length=CHANNEL_NAME_MAX):
-        raise AppError(
-            "INVALID_NAME",
-            f"after must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {CHANNEL_NAME_MAX} "
-            "characters",
-            detail={"field": "after", "value": value[:100]},
-        )
+    record_id_check(
+        value, what="after", code="INVALID_NAME", max_length=CHANNEL_NAME_MAX, field="after"
+    )
 
 
 # --- events and presence ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.records import ts_micros
 from channels_app.models import Channel, Message, SignalRead
 from channels_app.records import message_ts
-from channels_app.selectors import channel_last_seq_visible, message_relevant_filter
+from channels_app.selectors import channel_last_seq_visible, message_relevant_filter, sizes_within
 
 SIGNALS_DEFAULT = 100
 SIGNALS_MAX = 1000
@@ -110,12 +110,7 @@ def signal_list(
     sizes = list(rows.values_list("seq", "json_size")[: limit + 1])
     if not sizes:
         return SignalPage([], False, None)
-    total, taken = 0, 0
-    for _seq, size in sizes[:limit]:
-        total += size + 1
-        if taken and total > max_bytes:
-            break
-        taken += 1
+    taken = sizes_within(sizes[:limit], max_bytes)
     last_planned = sizes[taken - 1][0]
     loaded = rows.filter(seq__lte=last_planned).annotate(
         read_at=Subquery(reads.values("read_at")[:1])

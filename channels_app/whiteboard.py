@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from agentchat.core.http.pages import ListPage, list_page, size_of
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import is_record_id
+from agentchat.core.rules.names import record_id_check
 from agentchat.core.rules.records import ts_micros
 from agentchat.core.rules.validation import json_value_check
 from channels_app.models import Channel, WhiteboardEntry
@@ -33,14 +33,9 @@ ENTRY_SIZE = size_of("value_json")
 
 def key_check(key: object) -> str:
     """Raises INVALID_KEY."""
-    if not is_record_id(key, max_length=KEY_MAX):
-        raise AppError(
-            "INVALID_KEY",
-            f"a whiteboard key must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {KEY_MAX} "
-            "characters",
-            detail={"field": "key", "value": key[:100] if isinstance(key, str) else None},
-        )
-    return key  # type: ignore[return-value]
+    return record_id_check(
+        key, what="a whiteboard key", code="INVALID_KEY", max_length=KEY_MAX, field="key"
+    )
 
 
 def value_text(value: Any) -> str:

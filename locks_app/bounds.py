@@ -6,7 +6,7 @@ Every held entry can be a candidate of a later request (``locks_app.conflicts``)
 lock overlapping a request used to be listed in its 409 or its check answer, paths and all: an
 agent holding thousands of paths made each answer to every other agent megabytes. So the
 entries (paths) are capped like the patterns starting with a wildcard are
-(``services._root_caps_check``): per agent counting its expired locks too (they still conflict,
+(``caps_check``): per agent counting its expired locks too (they still conflict,
 and their owner may unlock them at any time), per channel counting unexpired locks only (locks
 left by agents gone away refuse no one). A conflict answer lists the first ``CONFLICTS_SHOWN``
 overlapping locks by lock id and, when there are more, says how many in all
@@ -15,18 +15,19 @@ overlapping locks by lock id and, when there are more, says how many in all
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import functools
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from agentchat.core.rules.errors import AppError
 from channels_app.models import Channel
 from locks_app import records
 from locks_app.models import PathLock, PathLockEntry
-from locks_app.paths import PathEntry
+from locks_app.paths import WORKSPACE, PathEntry, anchor_key, index_key
 
 CONFLICTS_SHOWN = 50  # overlapping locks listed in a 409 or a check answer
 
@@ -46,19 +47,52 @@ def cap_refusal(
     )
 
 
-def _too_many_paths(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
-    return cap_refusal(
-        "PATH_LOCK_TOO_MANY_PATHS",
-        held,
-        wanted,
-        limit,
-        scope=scope,
-        what="locked paths",
-        hint="unlock some, or lock a folder or a pattern instead of its files",
-    )
+def held_caps_check(
+    held: QuerySet[PathLockEntry],
+    wanted: int,
+    *,
+    owner: str,
+    now: datetime,
+    exclude_lock_pk: int | None,
+    per_agent: int,
+    per_channel: int,
+    refusal: Callable[..., AppError],
+) -> None:
+    """The two caps on the ``held`` entries of a channel (the module's): ``owner``'s, its
+    expired locks too, at most ``per_agent``; the channel's unexpired ones at most
+    ``per_channel``; ``wanted`` more included. ``exclude_lock_pk``: the lock being recovered.
+    Raises ``refusal(held, wanted, limit, scope=...)``."""
+    if exclude_lock_pk is not None:
+        held = held.exclude(lock_id=exclude_lock_pk)
+    mine = held.filter(lock__owner=owner).count()
+    if mine + wanted > per_agent:
+        raise refusal(mine, wanted, per_agent, scope="agent")
+    active = held.filter(lock__expires_at__gt=now).count()
+    if active + wanted > per_channel:
+        raise refusal(active, wanted, per_channel, scope="channel")
 
 
-def path_caps_check(
+# The caps' refusals: cap_refusal with each cap's code, what it counts and what to do.
+too_many_paths = functools.partial(
+    cap_refusal,
+    "PATH_LOCK_TOO_MANY_PATHS",
+    what="locked paths",
+    hint="unlock some, or lock a folder or a pattern instead of its files",
+)
+too_many_patterns = functools.partial(
+    cap_refusal,
+    "PATH_LOCK_TOO_MANY_PATTERNS",
+    what="paths starting with a wildcard",
+    hint="unlock some, or lock patterns with a literal prefix (src/**/*.md)",
+)
+
+
+def root_count(entries: Sequence[PathEntry]) -> int:
+    """How many of ``entries`` are anchored at the workspace (``.``, ``*.md``, ``**/x``)."""
+    return sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
+
+
+def caps_check(
     channel: Channel,
     entries: Sequence[PathEntry],
     *,
@@ -66,22 +100,39 @@ def path_caps_check(
     now: datetime,
     exclude_lock_pk: int | None = None,
 ) -> None:
-    """``owner`` may hold at most AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT entries in
-    ``channel`` (its expired locks too), the channel's unexpired locks at most
-    AGENTCHAT_PATH_LOCK_MAX_PATHS, ``entries`` included. Counted inside the write transaction;
-    ``exclude_lock_pk``: the lock being recovered. Raises PATH_LOCK_TOO_MANY_PATHS."""
-    wanted = len(entries)
-    held = PathLockEntry.objects.filter(channel_id=channel.pk)
-    if exclude_lock_pk is not None:
-        held = held.exclude(lock_id=exclude_lock_pk)
-    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT
-    mine = held.filter(lock__owner=owner).count()
-    if mine + wanted > per_agent:
-        raise _too_many_paths(mine, wanted, per_agent, scope="agent")
-    limit = settings.AGENTCHAT_PATH_LOCK_MAX_PATHS
-    active = held.filter(lock__expires_at__gt=now).count()
-    if active + wanted > limit:
-        raise _too_many_paths(active, wanted, limit, scope="channel")
+    """The caps on what a new (or recovered) lock's ``entries`` would make held, each twice
+    (``held_caps_check``), counted inside the write transaction; ``exclude_lock_pk``: the lock
+    being recovered.
+
+    - The entries anchored at the workspace: each is a candidate of every later request of
+      the channel, and comparing them is work those requests do (``locks_app.conflicts``):
+      AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT and _MAX_ROOT_PATTERNS, counted
+      through the key's index. Held entries then number at most the channel's cap plus each
+      agent's. Raises PATH_LOCK_TOO_MANY_PATTERNS.
+    - All entries: AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT and _MAX_PATHS. Raises
+      PATH_LOCK_TOO_MANY_PATHS."""
+    roots = root_count(entries)
+    if roots:
+        held_caps_check(
+            PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)),
+            roots,
+            owner=owner,
+            now=now,
+            exclude_lock_pk=exclude_lock_pk,
+            per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT,
+            per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS,
+            refusal=too_many_patterns,
+        )
+    held_caps_check(
+        PathLockEntry.objects.filter(channel_id=channel.pk),
+        len(entries),
+        owner=owner,
+        now=now,
+        exclude_lock_pk=exclude_lock_pk,
+        per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT,
+        per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS,
+        refusal=too_many_paths,
+    )
 
 
 def conflicts_listed(pks: Collection[int], now: datetime) -> tuple[list[dict[str, Any]], bool]:

@@ -14,7 +14,7 @@ from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subq
 from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import is_record_id
+from agentchat.core.rules.names import record_id_check
 from agentchat.core.rules.paths import safe_text
 from channels_app.models import Channel
 from locks_app import records
@@ -163,13 +163,13 @@ def lock_check(*, channel: Channel, paths: LockPaths) -> dict[str, Any]:
 def lock_id_check(lock_id: object) -> str:
     """Raises PATH_LOCK_INVALID_LOCK_ID unless ``lock_id`` is a record id (uuid hex here; an
     imported folder may carry any ``[A-Za-z0-9][A-Za-z0-9._-]*``)."""
-    if not isinstance(lock_id, str) or not is_record_id(lock_id, max_length=LOCK_ID_MAX):
-        raise AppError(
-            "PATH_LOCK_INVALID_LOCK_ID",
-            "lock id must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 64 characters",
-            detail={"lock_id": safe_text(lock_id)},
-        )
-    return lock_id
+    return record_id_check(
+        lock_id,
+        what="lock id",
+        code="PATH_LOCK_INVALID_LOCK_ID",
+        max_length=LOCK_ID_MAX,
+        detail={"lock_id": safe_text(lock_id)},
+    )
 
 
 def _not_found(target: object) -> AppError:

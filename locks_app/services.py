@@ -52,7 +52,13 @@ from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from channels_app.services import audit_post
 from locks_app import records, selectors
-from locks_app.bounds import cap_refusal, conflicts_body, conflicts_listed, path_caps_check
+from locks_app.bounds import (
+    caps_check,
+    conflicts_body,
+    conflicts_listed,
+    root_count,
+    too_many_patterns,
+)
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.imports import LockImport
@@ -61,7 +67,6 @@ from locks_app.paths import (
     WORKSPACE,
     LockPaths,
     PathEntry,
-    anchor_key,
     entry_index_keys,
     index_key,
 )
@@ -130,60 +135,11 @@ def _audit(
 def _root_patterns_check(channel: Channel, entries: Sequence[PathEntry]) -> None:
     """The folder import's cap: every entry anchored at the workspace that the channel would
     hold, expired or not. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
-    wanted = _root_count(entries)
+    wanted = root_count(entries)
     limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
     held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)).count()
     if wanted and held + wanted > limit:
-        raise _too_many(held, wanted, limit, scope="channel")
-
-
-def _root_count(entries: Sequence[PathEntry]) -> int:
-    return sum(anchor_key(entry.normalized_path) == WORKSPACE for entry in entries)
-
-
-def _too_many(held: int, wanted: int, limit: int, *, scope: str) -> AppError:
-    return cap_refusal(
-        "PATH_LOCK_TOO_MANY_PATTERNS",
-        held,
-        wanted,
-        limit,
-        scope=scope,
-        what="paths starting with a wildcard",
-        hint="unlock some, or lock patterns with a literal prefix (src/**/*.md)",
-    )
-
-
-def _root_caps_check(
-    channel: Channel,
-    entries: Sequence[PathEntry],
-    *,
-    owner: str,
-    now: datetime,
-    exclude_lock_pk: int | None = None,
-) -> None:
-    """Every held entry anchored at the workspace (``.``, ``*.md``, ``**/x``) is a candidate of
-    every later request of the channel, and comparing them is work those requests do
-    (``locks_app.conflicts``): their number is capped, twice. Per agent, counting its expired
-    locks too (they still conflict and cost every request, and their owner may unlock them at
-    any time), so that one agent cannot take the whole channel's allowance; and per channel,
-    counting only unexpired locks, so that locks left to expire by agents gone away do not
-    refuse everyone else. Held entries then number at most the channel's cap plus each agent's.
-    Counted through the key's index, inside the write transaction; ``exclude_lock_pk``: the
-    lock being recovered. Raises PATH_LOCK_TOO_MANY_PATTERNS."""
-    wanted = _root_count(entries)
-    if not wanted:
-        return
-    held = PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE))
-    if exclude_lock_pk is not None:
-        held = held.exclude(lock_id=exclude_lock_pk)
-    per_agent = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT
-    mine = held.filter(lock__owner=owner).count()
-    if mine + wanted > per_agent:
-        raise _too_many(mine, wanted, per_agent, scope="agent")
-    limit = settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS
-    active = held.filter(lock__expires_at__gt=now).count()
-    if active + wanted > limit:
-        raise _too_many(active, wanted, limit, scope="channel")
+        raise too_many_patterns(held, wanted, limit, scope="channel")
 
 
 def _entry_row(lock: PathLock, position: int, entry: PathEntry) -> PathLockEntry:
@@ -252,7 +208,7 @@ def lock_acquire(
     PATH_LOCK_TOO_MANY_PATTERNS
     (``owner`` holds ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT`` entries starting with a
     wildcard, or the channel's unexpired locks ``AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS``:
-    ``_root_caps_check``), PATH_LOCK_TOO_MANY_PATHS (``owner`` holds
+    ``bounds.caps_check``), PATH_LOCK_TOO_MANY_PATHS (``owner`` holds
     ``AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT`` entries, or the channel's unexpired locks
     ``AGENTCHAT_PATH_LOCK_MAX_PATHS``: ``locks_app.bounds``), PATH_LOCK_INVALID_DURATION.
     """
@@ -268,8 +224,7 @@ def lock_acquire(
         conflicts = scan.run()
         if conflicts:
             raise _conflict_error(conflicts, now, "lock request")
-        _root_caps_check(channel, entries, owner=owner, now=now)
-        path_caps_check(channel, entries, owner=owner, now=now)
+        caps_check(channel, entries, owner=owner, now=now)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         lock = PathLock.objects.create(
             lock_id=uuid.uuid4().hex,
@@ -392,8 +347,7 @@ def lock_recover(
             raise _conflict_error(conflicts, now, "recovery request")
         # The recovered lock turns unexpired and changes hands: the caps hold for it as well.
         held = [PathEntry(e.normalized_path, e.display_path, e.kind) for e in lock.entries.all()]
-        _root_caps_check(channel, held, owner=owner, now=now, exclude_lock_pk=lock.pk)
-        path_caps_check(channel, held, owner=owner, now=now, exclude_lock_pk=lock.pk)
+        caps_check(channel, held, owner=owner, now=now, exclude_lock_pk=lock.pk)
         expires_at = expiry_after(now, lease_seconds, code=DURATION_CODE)
         previous = records.lock_to_dict(lock)
         # Compare-and-set on what was read: a concurrent change (impossible while the channel

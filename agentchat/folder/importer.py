@@ -22,11 +22,11 @@ the root (``backend/tasks/T-1.json: …``), with that path in ``detail["file"]``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_channel_name, is_agent_name
@@ -63,6 +63,8 @@ from tasks_app.services.imports import (
 )
 
 # Bounds on what one import reads: a hostile folder cannot make it read without end.
+T = TypeVar("T")
+
 MAX_CHANNELS = 10_000
 MAX_ENTRIES = 250_000  # entries of one directory (a channel's messages among them)
 MAX_RECORDS = 10_000  # tasks, claims, locks, cursors of one channel, each
@@ -403,45 +405,69 @@ def _marker_text(channel_dir: Dir, entry: reading.Entry) -> str:
     return "" if "\x00" in text else text
 
 
+def _records_parsed(
+    channel_dir: Dir,
+    sub: str,
+    *,
+    marker: str | None,
+    pending_code: str,
+    invalid_code: str,
+    parse: Callable[[Any, str, str], T],
+) -> list[T]:
+    """The record files of ``sub`` (``_records``), each read (at most RECORD_MAX_BYTES), as
+    JSON (else ``invalid_code``) and parsed: ``parse(data, file name, where)``, whose refusal
+    names the file."""
+    parsed: list[T] = []
+    for directory, name in _records(channel_dir, sub, marker=marker, pending_code=pending_code):
+        where = directory.child(name)
+        raw, _ = reading.file_read(directory, name, limit=RECORD_MAX_BYTES)
+        data = json_record(raw, where, invalid_code)
+        try:
+            parsed.append(parse(data, name, where))
+        except AppError as exc:
+            raise in_file(where, exc) from None
+    return parsed
+
+
+def _stem(name: str) -> str:
+    return name[: -len(".json")]
+
+
 def _tasks_read(plan: ChannelPlan, channel_dir: Dir) -> None:
-    for directory, name in _records(
-        channel_dir, "tasks", marker=None, pending_code="LEASE_TRANSACTION_PENDING"
-    ):
-        where = directory.child(name)
-        raw, _ = reading.file_read(directory, name, limit=RECORD_MAX_BYTES)
-        data = json_record(raw, where, "TASK_INVALID_RECORD")
-        try:
-            plan.tasks.append(
-                task_record_parse(data, channel=plan.name, stem=name[: -len(".json")], source=where)
-            )
-        except AppError as exc:
-            raise in_file(where, exc) from None
-    for directory, name in _records(
-        channel_dir, "claims", marker=LEASE_MARKER, pending_code="LEASE_TRANSACTION_PENDING"
-    ):
-        where = directory.child(name)
-        raw, _ = reading.file_read(directory, name, limit=RECORD_MAX_BYTES)
-        data = json_record(raw, where, "LEASE_INVALID_RECORD")
-        try:
-            plan.leases.append(lease_record_parse(data, channel=plan.name, name=name, source=where))
-        except AppError as exc:
-            raise in_file(where, exc) from None
+    plan.tasks += _records_parsed(
+        channel_dir,
+        "tasks",
+        marker=None,
+        pending_code="LEASE_TRANSACTION_PENDING",
+        invalid_code="TASK_INVALID_RECORD",
+        parse=lambda data, name, where: task_record_parse(
+            data, channel=plan.name, stem=_stem(name), source=where
+        ),
+    )
+    plan.leases += _records_parsed(
+        channel_dir,
+        "claims",
+        marker=LEASE_MARKER,
+        pending_code="LEASE_TRANSACTION_PENDING",
+        invalid_code="LEASE_INVALID_RECORD",
+        parse=lambda data, name, where: lease_record_parse(
+            data, channel=plan.name, name=name, source=where
+        ),
+    )
     tasks_consistency_check(plan.tasks, plan.leases)
 
 
 def _locks_read(plan: ChannelPlan, channel_dir: Dir) -> None:
-    for directory, name in _records(
-        channel_dir, "locks", marker=LOCK_MARKER, pending_code="PATH_LOCK_TRANSACTION_PENDING"
-    ):
-        where = directory.child(name)
-        raw, _ = reading.file_read(directory, name, limit=RECORD_MAX_BYTES)
-        data = json_record(raw, where, "PATH_LOCK_INVALID_RECORD")
-        try:
-            plan.locks.append(
-                lock_record_parse(data, channel=plan.name, stem=name[: -len(".json")], source=where)
-            )
-        except AppError as exc:
-            raise in_file(where, exc) from None
+    plan.locks += _records_parsed(
+        channel_dir,
+        "locks",
+        marker=LOCK_MARKER,
+        pending_code="PATH_LOCK_TRANSACTION_PENDING",
+        invalid_code="PATH_LOCK_INVALID_RECORD",
+        parse=lambda data, name, where: lock_record_parse(
+            data, channel=plan.name, stem=_stem(name), source=where
+        ),
+    )
     locks_overlap_check(plan.locks)
 
 

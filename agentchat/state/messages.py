@@ -61,16 +61,6 @@ TEXT_FIELDS = (
 )
 CHUNK = 500
 
-_DECISION_HEADING = re.compile(r"^#+\s*Decision\b", re.IGNORECASE | re.MULTILINE)
-_BLOCKER_HEADING = re.compile(r"^#+\s*Blocker\b", re.IGNORECASE | re.MULTILINE)
-_VERIFICATION_HEADING = re.compile(r"^#+\s*(Verification|Evidence)\b", re.IGNORECASE | re.MULTILINE)
-_DECISION_PREFIX = re.compile(r"^decision:\s*", re.IGNORECASE)
-_BLOCKER_PREFIX = re.compile(r"^blocker:\s*", re.IGNORECASE)
-_VERIFICATION_PREFIX = re.compile(r"^(verification|evidence):\s*", re.IGNORECASE)
-
-BLOCKER_WORDS = frozenset({"blocker", "blocked"})
-VERIFICATION_TYPES = frozenset({"verification", "evidence", "test"})
-VERIFICATION_STATUSES = frozenset({"verified", "verified-by", "verification"})
 COMPLETION_EVENTS = frozenset({"lease.completed", "task.updated"})
 
 
@@ -155,35 +145,66 @@ def _heading(pattern: re.Pattern[str], body: str) -> bool:
     return "#" in body and pattern.search(body) is not None
 
 
-def is_decision(view: MessageView, kind: str, status: str, lowered: str) -> bool:
-    return (
-        kind == "decision"
-        or status == "decision"
-        or "decision" in view.meta
-        or _starts(lowered, "decision:", "[decision]")
-        or _heading(_DECISION_HEADING, view.body)
-    )
+@dataclass(frozen=True)
+class Mark:
+    """How the reference's ``state`` tells a decision, a blocker or a verification: the
+    message's type among ``kinds``, its status among ``statuses``, a frontmatter key among
+    ``keys``, its lowered title starting with one of ``starts``, or a markdown ``heading``;
+    its title is shown without ``prefix``."""
+
+    kinds: frozenset[str]
+    statuses: frozenset[str]
+    keys: tuple[str, ...]
+    starts: tuple[str, ...]
+    heading: re.Pattern[str]
+    prefix: re.Pattern[str]
+
+    def on(self, view: MessageView, kind: str, status: str, lowered: str) -> bool:
+        return (
+            kind in self.kinds
+            or status in self.statuses
+            or any(key in view.meta for key in self.keys)
+            or _starts(lowered, *self.starts)
+            or _heading(self.heading, view.body)
+        )
+
+    def title(self, title: str) -> str:
+        return _clean(title, self.prefix)
 
 
-def is_blocker(view: MessageView, kind: str, status: str, lowered: str) -> bool:
-    return (
-        kind in BLOCKER_WORDS
-        or status in BLOCKER_WORDS
-        or "blocker" in view.meta
-        or _starts(lowered, "blocker:", "[blocker]")
-        or _heading(_BLOCKER_HEADING, view.body)
-    )
+def _heading_re(words: str) -> re.Pattern[str]:
+    return re.compile(rf"^#+\s*{words}\b", re.IGNORECASE | re.MULTILINE)
 
 
-def is_verification(view: MessageView, kind: str, status: str, lowered: str) -> bool:
-    return (
-        kind in VERIFICATION_TYPES
-        or status in VERIFICATION_STATUSES
-        or "verification" in view.meta
-        or "evidence" in view.meta
-        or _starts(lowered, "verification:", "evidence:", "[verification]")
-        or _heading(_VERIFICATION_HEADING, view.body)
-    )
+def _prefix_re(words: str) -> re.Pattern[str]:
+    return re.compile(rf"^{words}:\s*", re.IGNORECASE)
+
+
+BLOCKER_WORDS = frozenset({"blocker", "blocked"})
+DECISION = Mark(
+    frozenset({"decision"}),
+    frozenset({"decision"}),
+    ("decision",),
+    ("decision:", "[decision]"),
+    _heading_re("Decision"),
+    _prefix_re("decision"),
+)
+BLOCKER = Mark(
+    BLOCKER_WORDS,
+    BLOCKER_WORDS,
+    ("blocker",),
+    ("blocker:", "[blocker]"),
+    _heading_re("Blocker"),
+    _prefix_re("blocker"),
+)
+VERIFICATION = Mark(
+    frozenset({"verification", "evidence", "test"}),
+    frozenset({"verified", "verified-by", "verification"}),
+    ("verification", "evidence"),
+    ("verification:", "evidence:", "[verification]"),
+    _heading_re("(Verification|Evidence)"),
+    _prefix_re("(verification|evidence)"),
+)
 
 
 def completed_task(view: MessageView, status: str) -> str | None:
@@ -272,37 +293,37 @@ class MessageFold:
                 event_check(view)
             except AppError as exc:
                 self._malformed(exc)
-        if is_decision(view, kind, status, lowered):
+        if DECISION.on(view, kind, status, lowered):
             self.decisions.append(
                 {
                     "seq": view.seq,
-                    "title": _clean(title, _DECISION_PREFIX),
+                    "title": DECISION.title(title),
                     "author": author,
                     "time": time,
                     "details": view.body,
                     "source": f"message:{view.seq:04d}",
                 }
             )
-        if is_blocker(view, kind, status, lowered):
+        if BLOCKER.on(view, kind, status, lowered):
             self.blockers.append(
                 {
                     "kind": "message",
                     "source_id": f"#{view.seq:04d}",
-                    "title": _clean(title, _BLOCKER_PREFIX),
+                    "title": BLOCKER.title(title),
                     "details": view.body,
                     "author": author,
                     "time": time,
                     "blocking_items": [],
                 }
             )
-        if is_verification(view, kind, status, lowered):
+        if VERIFICATION.on(view, kind, status, lowered):
             self.verification.append(
                 {
                     "source_type": "message",
                     "source_id": str(view.seq),
                     "author": author,
                     "time": time,
-                    "title": _clean(title, _VERIFICATION_PREFIX),
+                    "title": VERIFICATION.title(title),
                     "evidence": view.body,
                     "acceptance": [],
                 }

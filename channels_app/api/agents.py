@@ -189,10 +189,8 @@ class AgentListApi(APIView):
         ),
     )
     def get(self, request: AgentRequest) -> Any:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(
-            request.query_params.get("after"),
-            lambda value: check_agent_name(value, field="after"),
+        after, limit = pages.window_parse(
+            request.query_params, lambda value: check_agent_name(value, field="after")
         )
         session = request.query_params.get("session")
         channel = (

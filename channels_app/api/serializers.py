@@ -32,6 +32,30 @@ from channels_app.services import (
 # The codes of the input serializers (agentchat.core.http.rest.StrictSerializer), for raises().
 INPUT_CODES = ("UNKNOWN_FIELD", "MISSING_FIELD", "INVALID_TYPE", "INVALID_VALUE", "FIELD_TOO_LARGE")
 
+
+def reply_to_field() -> StrictIntegerField:
+    """A post's optional ``reply_to``: the seq of a message of its channel (the service
+    refuses another with REPLY_TO_NOT_FOUND)."""
+    return StrictIntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
+    )
+
+
+def claimed_sender_field(whose: str) -> StrictCharField:
+    """A post's optional ``from`` (declare it as ``from_``: "from" on the wire, by
+    KeywordFieldsMetaclass); the view checks it against ``whose`` agent (``sender_check``)."""
+    return StrictCharField(
+        single_line=True,
+        required=False,
+        help_text=f"optional; must equal {whose} (else 403 SENDER_MISMATCH)",
+        openapi=openapi.AGENT_NAME,
+    )
+
+
 # A recipient named in a list: an agent name, but not a broadcast word.
 _RECIPIENT = r"(?!(?:all)(?: |,|$))[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?"
 _PIECE = rf"(?: *(?:{_RECIPIENT})? *)"
@@ -148,13 +172,7 @@ class MessagePostInput(StrictSerializer):
     )
     # `from` is a Python keyword: declared below.
     to = RecipientsField(required=False, allow_null=True, default=None, openapi=RECIPIENTS_SCHEMA)
-    reply_to = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=1,
-        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
-    )
+    reply_to = reply_to_field()
     status = StrictCharField(
         single_line=True,
         required=False,
@@ -188,13 +206,7 @@ class MessagePostInput(StrictSerializer):
         default=dict,
         help_text="string values; each key one line (no line separator or control character)",
     )
-    # "from" on the wire (KeywordFieldsMetaclass).
-    from_ = StrictCharField(
-        single_line=True,
-        required=False,
-        help_text="optional; must equal the token's agent (else 403 SENDER_MISMATCH)",
-        openapi=openapi.AGENT_NAME,
-    )
+    from_ = claimed_sender_field("the token's agent")
 
 
 class MessageOutput(serializers.Serializer, metaclass=KeywordFieldsMetaclass):

@@ -16,17 +16,16 @@ from agentchat.core.http.query import query_parameters
 from agentchat.core.http.rest import (
     KeywordFieldsMetaclass,
     StrictCharField,
-    StrictIntegerField,
     StrictListField,
     StrictSerializer,
 )
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app import selectors, services, signals
-from channels_app.api.serializers import INPUT_CODES
-from channels_app.api.views import check_sender, limit_param, parse_int_param
+from channels_app.api.serializers import INPUT_CODES, claimed_sender_field, reply_to_field
+from channels_app.api.views import limit_param, parse_int_param
 
 TAG = ["signals"]
 # Text without NUL holding something besides whitespace (Python's, which the service strips).
@@ -67,20 +66,8 @@ class SignalPostInput(StrictSerializer):
         help_text="the signal's type (also the message's status)",
         openapi={"type": "string", "enum": list(services.SIGNAL_TYPES)},
     )
-    reply_to = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=1,
-        help_text="the seq of a message of this channel (else REPLY_TO_NOT_FOUND)",
-    )
-    # "from" on the wire (KeywordFieldsMetaclass).
-    from_ = StrictCharField(
-        single_line=True,
-        required=False,
-        help_text="optional; must equal the acting agent (else 403 SENDER_MISMATCH)",
-        openapi=openapi.AGENT_NAME,
-    )
+    reply_to = reply_to_field()
+    from_ = claimed_sender_field("the acting agent")
 
 
 class SignalOutput(serializers.Serializer, metaclass=KeywordFieldsMetaclass):
@@ -161,10 +148,8 @@ class SignalListPostApi(APIView):
             description="true (default): the signals not acknowledged; false: all of them",
         ),
         OpenApiParameter("after", openapi.seq(), description="signals after this seq"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": signals.SIGNALS_MAX},
-            description=f"default {signals.SIGNALS_DEFAULT}, at most {signals.SIGNALS_MAX}",
+        openapi.limit_parameter(
+            signals.SIGNALS_MAX, f"default {signals.SIGNALS_DEFAULT}, at most {signals.SIGNALS_MAX}"
         ),
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
@@ -207,7 +192,7 @@ class SignalListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = SignalPostInput.validate_input(request.data)
-        check_sender(request, data)
+        sender_check(request, data.pop("from", None))
         channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.signal_post(
             channel=channel,

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,7 +15,7 @@ from agentchat.core.http import schema as openapi
 from agentchat.core.http.lane import request_abandoned
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest
+from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.models import Agent
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
@@ -63,16 +61,6 @@ def peek_window(request: AgentRequest) -> tuple[int | None, int]:
     return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
 
 
-def check_sender(request: AgentRequest, data: dict[str, Any]) -> None:
-    claimed = data.pop("from", None)
-    if claimed is not None and claimed != request.user.name:
-        raise AppError(
-            "SENDER_MISMATCH",
-            f"the token belongs to {request.user.name!r}, not {claimed!r}",
-            detail={"from": claimed, "agent": request.user.name},
-        )
-
-
 class ChannelListCreateApi(APIView):
     heavy_methods = ("GET",)  # agentchat.core.db.heavy
 
@@ -88,8 +76,7 @@ class ChannelListCreateApi(APIView):
         )
     )
     def get(self, request: AgentRequest) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.channel_after_check)
+        after, limit = pages.window_parse(request.query_params, selectors.channel_after_check)
         page = selectors.channel_list(agent=request.user, after=after, limit=limit)
         return pages.page_response("channels", page)
 
@@ -187,10 +174,9 @@ class MessageListPostApi(APIView):
             openapi.seq(),
             description="return messages after this seq (ascending)",
         ),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": selectors.PEEK_MAX},
-            description=f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}; "
+        openapi.limit_parameter(
+            selectors.PEEK_MAX,
+            f"default {selectors.PEEK_DEFAULT}, at most {selectors.PEEK_MAX}; "
             "a response also stops at AGENTCHAT_READ_MAX_BYTES of messages (always at "
             "least one), `more: true` saying messages were left out (later ones with "
             "`after`, earlier ones without)",
@@ -234,7 +220,7 @@ class MessageListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = s.MessagePostInput.validate_input(request.data)
-        check_sender(request, data)
+        sender_check(request, data.pop("from", None))
         channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.message_post(
             channel=channel,
@@ -267,16 +253,11 @@ class MessageReadApi(APIView):
         ),
     )
     @query_parameters(
-        OpenApiParameter(
-            "limit",
-            {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": selectors.READ_LIMIT_MAX,
-                "default": selectors.READ_LIMIT_MAX,
-            },
-            description="at most this many messages; a response also stops at "
-            "AGENTCHAT_READ_MAX_BYTES of messages (always at least one)",
+        openapi.limit_parameter(
+            selectors.READ_LIMIT_MAX,
+            "at most this many messages; a response also stops at AGENTCHAT_READ_MAX_BYTES of "
+            "messages (always at least one)",
+            default=selectors.READ_LIMIT_MAX,
         ),
     )
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
@@ -373,10 +354,9 @@ class EventListPostApi(APIView):
             description="only events of this type (else 400 EVENT_INVALID_TYPE)",
         ),
         OpenApiParameter("after", openapi.seq(), description="events after this seq (ascending)"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": selectors.EVENTS_MAX},
-            description=f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
+        openapi.limit_parameter(
+            selectors.EVENTS_MAX,
+            f"default {selectors.EVENTS_DEFAULT}, at most {selectors.EVENTS_MAX}",
         ),
     )
     def get(self, request: AgentRequest, name: str) -> Response:
@@ -465,11 +445,7 @@ class ApprovalsApi(APIView):
         ),
     )
     @query_parameters(
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": approvals.APPROVALS_MAX},
-            description="at most this many (default 100)",
-        )
+        openapi.limit_parameter(approvals.APPROVALS_MAX, "at most this many (default 100)")
     )
     def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
@@ -509,11 +485,7 @@ class SearchApi(APIView):
             f"of at most {words.SEARCH_TERM_MAX} characters (400 INVALID_VALUE otherwise)",
         ),
         OpenApiParameter("channel", str, description="search this channel only"),
-        OpenApiParameter(
-            "limit",
-            {"type": "integer", "minimum": 1, "maximum": search.SEARCH_LIMIT_MAX},
-            description="at most this many (default 50)",
-        ),
+        openapi.limit_parameter(search.SEARCH_LIMIT_MAX, "at most this many (default 50)"),
     )
     def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=search.SEARCH_LIMIT_MAX, default=50)

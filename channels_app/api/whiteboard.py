@@ -67,8 +67,7 @@ class WhiteboardListApi(APIView):
         )
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), whiteboard.after_key_check)
+        after, limit = pages.window_parse(request.query_params, whiteboard.after_key_check)
         channel = selectors.channel_get(name, viewer=request.user.name)
         page = whiteboard.entry_list(
             channel=channel, viewer=request.user.name, after=after, limit=limit

@@ -108,25 +108,37 @@ def channel_create(
     if visibility == Channel.Visibility.MEMBERS and created_by not in members:
         members = members_normalize([created_by, *members])
     roster_check(visibility=visibility, members=members)
+    return channel_insert(
+        name=name,
+        topic=topic,
+        members=members,
+        created_by=created_by,
+        visibility=visibility,
+        budget=created_by if budgeted else None,
+    )
+
+
+def channel_insert(*, name: str, budget: str | None = None, **fields: Any) -> Channel:
+    """The row of a new channel ``name`` with ``fields`` (judged by the caller), in the
+    caller's transaction, rung to the roster once it commits; ``budget``: the agent whose post
+    budget it takes from (given back when it fails). Raises CHANNEL_EXISTS (names are unique
+    case-insensitively: looked up first; the unique index refuses a concurrent one),
+    RATE_LIMITED."""
     if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
-        raise AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
+        raise _channel_exists(name)
     try:
         with transaction.atomic():
-            if budgeted:
-                rate_take(agent=created_by)
-            channel = Channel.objects.create(
-                name=name,
-                topic=topic,
-                members=members,
-                created_by=created_by,
-                visibility=visibility,
-            )
-            push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
-            return channel
+            if budget is not None:
+                rate_take(agent=budget)
+            channel = Channel.objects.create(name=name, **fields)
     except IntegrityError:
-        raise AppError(
-            "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
-        ) from None
+        raise _channel_exists(name) from None
+    push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
+    return channel
+
+
+def _channel_exists(name: str) -> AppError:
+    return AppError("CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name})
 
 
 @write_atomic()

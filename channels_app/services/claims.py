@@ -8,7 +8,7 @@ from agentchat.core.db.transactions import write_atomic
 from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import is_record_id
+from agentchat.core.rules.names import record_id_check
 from channels_app.models import Channel, MarkerClaim
 from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import ROSTER_GROUP
@@ -23,12 +23,9 @@ def marker_claim(
     Raises INVALID_NAME, CHANNEL_DIRECT (a direct channel has no markers), RATE_LIMITED,
     MARKER_ALREADY_CLAIMED."""
     direct_channel_refuse(channel, "marker claims")
-    if not is_record_id(marker, max_length=128):
-        raise AppError(
-            "INVALID_NAME",
-            "marker must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters",
-            detail={"field": "marker"},
-        )
+    record_id_check(
+        marker, what="marker", code="INVALID_NAME", max_length=128, detail={"field": "marker"}
+    )
     existing = MarkerClaim.objects.filter(channel=channel, marker=marker).first()
     if existing is None:
         try:

@@ -154,6 +154,36 @@ def _deliver(
     return Sent(delivery, message, created=True)
 
 
+def _deliver_data(
+    *,
+    sender: Agent,
+    recipient: Agent,
+    kind: str,
+    envelope_id: str | None,
+    digested: dict[str, Any],
+    data: dict[str, Any],
+    conversation_id: str,
+    reply_to: int | None = None,
+) -> Sent:
+    """``_deliver`` an envelope the server writes (a receipt, a contact share): its content
+    ``data`` only (no text, content type, metadata or correlation id); the retry digest of
+    ``kind``, ``digested`` and ``data``."""
+    return _deliver(
+        sender=sender,
+        recipient=recipient,
+        kind=kind,
+        envelope_id=envelope_id,
+        digest=records.request_digest({"kind": kind, **digested, **data}),
+        text=None,
+        data=data,
+        content_type=None,
+        metadata={},
+        conversation_id=conversation_id,
+        correlation_id=None,
+        reply_to=reply_to,
+    )
+
+
 @write_atomic()
 def envelope_send(
     *,
@@ -235,29 +265,16 @@ def receipt_send(
         check_agent_name(to, field="to")
     original = delivery_received(agent=sender, envelope_id=message_id, sender=to)
     recipient = _recipient(original.sender)
-    data = {"message_id": message_id, "status": status, "detail": detail}
-    digest = records.request_digest(
-        {
-            "kind": Delivery.Kind.RECEIPT,
-            "to": recipient.name,
-            "conversation_id": conversation_id,
-            **data,
-        }
-    )
-    return _deliver(
+    return _deliver_data(
         sender=sender,
         recipient=recipient,
         kind=Delivery.Kind.RECEIPT,
         envelope_id=envelope_id,
-        digest=digest,
-        text=None,
-        data=data,
-        content_type=None,
-        metadata={},
+        digested={"to": recipient.name, "conversation_id": conversation_id},
+        data={"message_id": message_id, "status": status, "detail": detail},
         conversation_id=conversation_id
         or original.message.conversation_id
         or records.conversation_id_new(),
-        correlation_id=None,
         reply_to=original.message.seq,
     )
 
@@ -274,17 +291,12 @@ def contact_share_send(
     conversation_id = records.thread_id_check(conversation_id, field="conversation_id")
     recipient = _recipient(to)
     card = contact_get(owner=sender, contact_id=contact_id)
-    data = {"contact": card}
-    return _deliver(
+    return _deliver_data(
         sender=sender,
         recipient=recipient,
         kind=Delivery.Kind.CONTACT_SHARE,
         envelope_id=None,
-        digest=records.request_digest({"kind": Delivery.Kind.CONTACT_SHARE, "to": to, **data}),
-        text=None,
-        data=data,
-        content_type=None,
-        metadata={},
+        digested={"to": to},
+        data={"contact": card},
         conversation_id=conversation_id or records.conversation_id_new(),
-        correlation_id=None,
     )

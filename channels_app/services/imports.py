@@ -7,13 +7,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import IntegrityError, transaction
-from django.db.models.functions import Lower
+from django.db import IntegrityError
 from django.utils import timezone
 
 from agentchat.core.db.rows import rows_insert
 from agentchat.core.db.transactions import write_atomic
-from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name, check_channel_name
@@ -21,12 +19,12 @@ from channels_app import events
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
 from channels_app.records import message_json_size
 from channels_app.services.channels import (
+    channel_insert,
     members_normalize,
     roster_check,
     topic_check,
     visibility_check,
 )
-from channels_app.services.groups import ROSTER_GROUP
 from channels_app.services.messages import recipients_column
 
 IMPORT_BATCH = 500
@@ -109,32 +107,17 @@ def channel_import(
         if visibility == Channel.Visibility.MEMBERS:
             Agent.objects.bulk_create([Agent(name=name) for name in members], ignore_conflicts=True)
         roster_check(visibility=visibility, members=members)
-        if Channel.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).exists():
-            raise AppError(
-                "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
-            )
-        fields: dict[str, Any] = {}
-        if created_at is not None:
-            fields.update(created_at=created_at, spellings={"created": created_text})
-        try:
-            with transaction.atomic():
-                channel = Channel.objects.create(
-                    name=name,
-                    topic=topic,
-                    members=members,
-                    visibility=visibility,
-                    last_seq=last_seq,
-                )
-        except IntegrityError:
-            raise AppError(
-                "CHANNEL_EXISTS", f"channel {name!r} already exists", detail={"name": name}
-            ) from None
-        if fields:  # created_at is auto_now_add: set after the insert
+        channel = channel_insert(
+            name=name, topic=topic, members=members, visibility=visibility, last_seq=last_seq
+        )
+        if created_at is not None:  # created_at is auto_now_add: set after the insert
+            fields: dict[str, Any] = {
+                "created_at": created_at,
+                "spellings": {"created": created_text},
+            }
             Channel.objects.filter(pk=channel.pk).update(**fields)
             for field, value in fields.items():
                 setattr(channel, field, value)
-        # Once the import commits (a rolled-back import rings nothing).
-        push_on_commit(ROSTER_GROUP, {"kind": "channel.created", "channel": channel.pk})
     return channel
 
 

@@ -20,7 +20,7 @@ from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
 from agentchat.core.rules.audit import is_envelope_status, is_reserved, status_key
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import check_agent_name, is_record_id
+from agentchat.core.rules.names import check_agent_name, record_id_check
 from agentchat.core.rules.validation import json_value_check, text_check
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
@@ -262,10 +262,12 @@ def _message_validate(
         text_check(key, field="metadata", single_line=True)
         text_check(value, field="metadata")
     recipients = recipients_normalize(to)
-    if message_id is not None and not is_record_id(message_id, max_length=MESSAGE_ID_MAX):
-        raise AppError(
-            "INVALID_VALUE",
-            "id must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters",
+    if message_id is not None:
+        record_id_check(
+            message_id,
+            what="id",
+            code="INVALID_VALUE",
+            max_length=MESSAGE_ID_MAX,
             detail={"field": "id"},
         )
     return recipients

@@ -12,7 +12,7 @@ from django.utils import timezone
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import check_agent_name, is_record_id
+from agentchat.core.rules.names import check_agent_name, record_id_check
 from agentchat.core.rules.validation import INVISIBLE, text_check
 from channels_app.models import Channel, Message, SignalRead
 from channels_app.selectors import channel_last_seq_visible
@@ -111,13 +111,9 @@ def signal_ids_check(ids: object) -> list[str]:
             detail={"field": "ids", "max": ACK_IDS_MAX},
         )
     for item in ids:
-        if not is_record_id(item, max_length=MESSAGE_ID_MAX):
-            raise AppError(
-                "INVALID_VALUE",
-                f"an id must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {MESSAGE_ID_MAX} "
-                "characters",
-                detail={"field": "ids", "value": item[:100]},
-            )
+        record_id_check(
+            item, what="an id", code="INVALID_VALUE", max_length=MESSAGE_ID_MAX, field="ids"
+        )
     return list(dict.fromkeys(ids))
 
 

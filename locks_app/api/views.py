@@ -9,6 +9,8 @@ recovers.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -74,8 +76,7 @@ class LockListCreateApi(LockApiView):
         )
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.lock_id_check)
+        after, limit = pages.window_parse(request.query_params, selectors.lock_id_check)
         channel = channel_get(name, viewer=request.user.name)
         return pages.page_response(
             "locks", selectors.lock_page(channel=channel, after=after, limit=limit)
@@ -174,6 +175,28 @@ class LockDetailApi(LockApiView):
         return Response(record)
 
 
+def _recovered(
+    request: AgentRequest,
+    name: str,
+    data: dict[str, Any],
+    *,
+    lock_id: str | None = None,
+    path: str | None = None,
+) -> Response:
+    """A recovery of the lock named by ``lock_id`` or by one of its paths: the channel, then
+    the reason and the lease judged, then the lock taken over."""
+    channel = channel_get(name, viewer=request.user.name)
+    lock = services.lock_recover(
+        channel=channel,
+        owner=request.user.name,
+        reason=services.lock_reason_check(data["reason"]),
+        lease_seconds=Duration.parse(data["lease_seconds"]),
+        lock_id=lock_id,
+        path=path,
+    )
+    return Response(records.lock_to_dict(lock))
+
+
 class LockRecoverApi(LockApiView):
     @extend_schema(
         operation_id="locks_recover",
@@ -185,15 +208,7 @@ class LockRecoverApi(LockApiView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str, lock_id: str) -> Response:
         data = s.LockRecoverInput.validate_input(request.data)
-        channel = channel_get(name, viewer=request.user.name)
-        lock = services.lock_recover(
-            channel=channel,
-            owner=request.user.name,
-            reason=services.lock_reason_check(data["reason"]),
-            lock_id=lock_id,
-            lease_seconds=Duration.parse(data["lease_seconds"]),
-        )
-        return Response(records.lock_to_dict(lock))
+        return _recovered(request, name, data, lock_id=lock_id)
 
 
 class LockRecoverByPathApi(LockApiView):
@@ -221,12 +236,4 @@ class LockRecoverByPathApi(LockApiView):
                 "name the lock to recover by one of its paths: a string",
                 detail={"field": "path"},
             )
-        channel = channel_get(name, viewer=request.user.name)
-        lock = services.lock_recover(
-            channel=channel,
-            owner=request.user.name,
-            reason=services.lock_reason_check(data["reason"]),
-            path=path,
-            lease_seconds=Duration.parse(data["lease_seconds"]),
-        )
-        return Response(records.lock_to_dict(lock))
+        return _recovered(request, name, data, path=path)

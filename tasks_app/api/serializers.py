@@ -13,8 +13,9 @@ type for the OpenAPI schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, TypedDict, cast
 
 from rest_framework import serializers
 
@@ -223,6 +224,17 @@ class TaskUpdateInput(TaskInput):
     )
     clear_branch = RawBooleanField(required=False, help_text="true sets branch to null")
 
+    # Each field of TaskChanges and its check, in the order they are judged.
+    CHECKS: ClassVar[tuple[tuple[str, Callable[[Any], Any]], ...]] = (
+        ("title", title_check),
+        ("status", status_check),
+        ("owner", owner_check),
+        ("depends_on", depends_on_check),
+        ("files_hint", files_hint_check),
+        ("acceptance", acceptance_check),
+        ("branch", branch_check),
+    )
+
     @classmethod
     def parse(cls, data: dict[str, Any]) -> TaskChanges:
         """``validate_input``'s ``data`` as ``task_update`` takes it. The shape is judged now:
@@ -249,28 +261,15 @@ class TaskUpdateInput(TaskInput):
                     f"{name} and clear_{name} cannot be combined",
                     detail={"field": f"clear_{name}"},
                 )
-        changes: TaskChanges = {}
-        if "title" in data:
-            changes["title"] = Parsed.of(title_check, data["title"])
-        if "status" in data:
-            changes["status"] = Parsed.of(status_check, data["status"])
-        if "owner" in data:
-            changes["owner"] = Parsed.of(owner_check, data["owner"])
-        elif flags["clear_owner"]:
-            changes["owner"] = Parsed.ok(None)
-        if "depends_on" in data:
-            changes["depends_on"] = Parsed.of(depends_on_check, data["depends_on"])
-        if "files_hint" in data:
-            changes["files_hint"] = Parsed.of(files_hint_check, data["files_hint"])
-        if "acceptance" in data:
-            changes["acceptance"] = Parsed.of(acceptance_check, data["acceptance"])
-        if "branch" in data:
-            changes["branch"] = Parsed.of(branch_check, data["branch"])
-        elif flags["clear_branch"]:
-            changes["branch"] = Parsed.ok(None)
+        changes: dict[str, Parsed[Any]] = {}
+        for name, check in cls.CHECKS:
+            if name in data:
+                changes[name] = Parsed.of(check, data[name])
+            elif flags.get(f"clear_{name}"):
+                changes[name] = Parsed.ok(None)
         if not changes:
             raise AppError("TASK_INVALID_UPDATE", "task update requires at least one field")
-        return changes
+        return cast(TaskChanges, changes)
 
 
 class TaskBlockInput(TaskInput):

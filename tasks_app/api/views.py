@@ -16,8 +16,7 @@ from agentchat.core.http import schema as openapi
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest
-from agentchat.core.rules.errors import AppError
+from agentchat.core.identity.auth import AgentRequest, sender_check
 from channels_app.models import Channel
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
@@ -80,8 +79,7 @@ class TaskListCreateApi(APIView):
         ),
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(request.query_params.get("after"), selectors.task_after_check)
+        after, limit = pages.window_parse(request.query_params, selectors.task_after_check)
         channel = channel_get(name, viewer=request.user.name)
         page = selectors.task_page(
             channel=channel,
@@ -110,13 +108,7 @@ class TaskListCreateApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> Response:
         data = s.TaskCreateInput.validate_input(request.data)
-        claimed = data.pop("created_by", None)
-        if claimed is not None and claimed != request.user.name:
-            raise AppError(
-                "SENDER_MISMATCH",
-                f"the token belongs to {request.user.name!r}, not {claimed!r}",
-                detail={"created_by": claimed, "agent": request.user.name},
-            )
+        sender_check(request, data.pop("created_by", None), field="created_by")
         channel = channel_get(name, viewer=request.user.name)
         task = services.task_create(
             channel=channel, created_by=request.user.name, **s.TaskCreateInput.parse(data)

@@ -19,7 +19,7 @@ is bigger than planned ends the page early, so the budget holds whatever the pla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.conf import settings
@@ -106,6 +106,15 @@ def after_parse(raw: str | None, check: Callable[[str], object]) -> str | None:
         return None
     check(raw)
     return raw
+
+
+def window_parse(
+    query: Mapping[str, str], after_check: Callable[[str], object]
+) -> tuple[str | None, int]:
+    """A list page's ``?after=&limit=`` (``after_parse`` with the key's own rule, then
+    ``limit_parse``; the limit judged first)."""
+    limit = limit_parse(query.get("limit"))
+    return after_parse(query.get("after"), after_check), limit
 
 
 def _plan(

@@ -126,21 +126,24 @@ def lease_seconds() -> dict[str, Any]:
     }
 
 
+def limit_parameter(maximum: int, description: str, *, default: int | None = None) -> Any:
+    """``?limit=``: 1 to ``maximum`` (its ``default`` in the schema when given)."""
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": maximum}
+    if default is not None:
+        schema["default"] = default
+    return OpenApiParameter("limit", schema, description=description)
+
+
 # Sizes: a pattern counts characters, the server bytes (UTF-8); a character is at most 4 bytes.
 def page_parameters(after: dict[str, Any], after_help: str) -> list[Any]:
     """``limit`` and ``after`` of a paged list (agentchat.core.http.pages): ``after`` is the list's
     key (its schema given), exclusive."""
     return [
-        OpenApiParameter(
-            "limit",
-            {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": LIST_LIMIT_MAX,
-                "default": LIST_LIMIT_MAX,
-            },
-            description="at most this many items; a page also stops at about "
-            "AGENTCHAT_READ_MAX_BYTES of JSON (always at least one item)",
+        limit_parameter(
+            LIST_LIMIT_MAX,
+            "at most this many items; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
+            "JSON (always at least one item)",
+            default=LIST_LIMIT_MAX,
         ),
         OpenApiParameter(
             "after",
@@ -420,33 +423,35 @@ def error_responses_hook(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
     return result
 
 
-class BearerTokenScheme(OpenApiAuthenticationExtension):
+class _BearerScheme(OpenApiAuthenticationExtension):
+    """An HTTP bearer scheme of the schema; its subclasses name the authentication class and
+    say what the token is (this base matches no class: ``target_class`` None)."""
+
+    description = ""
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "description": self.description}
+
+
+class BearerTokenScheme(_BearerScheme):
     target_class = "agentchat.core.identity.auth.BearerTokenAuthentication"
     name = "bearer"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "An agent token from `manage.py create_agent_token NAME`. With the "
-            "header `AgentChat-As: NAME.SUB` the request acts as a sub-agent of the token's "
-            "agent (a name under it with a dot: alice's token as alice.critic), on every "
-            "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
-            "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md).",
-        }
+    description = (
+        "An agent token from `manage.py create_agent_token NAME`. With the "
+        "header `AgentChat-As: NAME.SUB` the request acts as a sub-agent of the token's "
+        "agent (a name under it with a dot: alice's token as alice.critic), on every "
+        "operation: 403 ACTING_AS_FORBIDDEN for any other name, 400 INVALID_NAME for a bad "
+        "one, 409 SUBAGENTS_TOO_MANY past 256 sub-agents (docs/signals.md)."
+    )
 
 
-class AdminTokenScheme(OpenApiAuthenticationExtension):
+class AdminTokenScheme(_BearerScheme):
     target_class = "agentchat.core.identity.auth.AdminTokenAuthentication"
     name = "adminBearer"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "The server's admin token, AGENT_CHAT_ADMIN_TOKEN (the admin monitor "
-            "only; no agent token is one).",
-        }
+    description = (
+        "The server's admin token, AGENT_CHAT_ADMIN_TOKEN (the admin monitor "
+        "only; no agent token is one)."
+    )
 
 
 WAIT_PATH = {

@@ -33,6 +33,17 @@ class AgentRequest(Request):
     auth: ApiToken
 
 
+def sender_check(request: AgentRequest, claimed: object, *, field: str = "from") -> None:
+    """A body's claimed sender (a post's ``from``, a new task's ``created_by``), when it names
+    one, must be the token's agent. Raises SENDER_MISMATCH (403)."""
+    if claimed is not None and claimed != request.user.name:
+        raise AppError(
+            "SENDER_MISMATCH",
+            f"the token belongs to {request.user.name!r}, not {claimed!r}",
+            detail={field: claimed, "agent": request.user.name},
+        )
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Any) -> tuple[Agent, ApiToken] | None:
         raw = bearer_from_header(request.META.get("HTTP_AUTHORIZATION"))

@@ -50,12 +50,12 @@ from agentchat.core.rules.presence import (
     RUN_TOKEN_MAX,
     SUBSTRATE_MAX,
     agent_id_generate,
-    in_namespace,
     is_live,
     presence_status,
 )
 from agentchat.core.rules.records import ts_micros
 from agentchat.core.rules.validation import text_check
+from agentchat.relevance import in_namespace
 
 RUN_TOKEN_PREFIX = "rt_"
 _GENERATE_ATTEMPTS = 5
@@ -197,17 +197,22 @@ def _locked(agent: Agent) -> Registration | None:
     return Registration.objects.select_for_update().filter(agent=agent).first()
 
 
-def _already_active(registration: Registration, agent: Agent) -> AppError:
-    return AppError(
-        "AGENT_ALREADY_ACTIVE",
-        f"{agent.name!r} is registered by a live session with another run token; register "
-        "under another id, or wait until it is stale",
-        detail={
-            "agent": agent.name,
-            "status": registration.status,
-            "last_seen": ts_micros(registration.last_heartbeat),
-        },
-    )
+def _live_check(registration: Registration, agent: Agent, *, now: datetime) -> None:
+    """A registration of another run token that still holds the agent's slot (``is_live``:
+    fresh and not idle) keeps it. Raises AGENT_ALREADY_ACTIVE."""
+    if is_live(
+        registration.status, registration.last_heartbeat, now=now, stale_seconds=_stale_seconds()
+    ):
+        raise AppError(
+            "AGENT_ALREADY_ACTIVE",
+            f"{agent.name!r} is registered by a live session with another run token; register "
+            "under another id, or wait until it is stale",
+            detail={
+                "agent": agent.name,
+                "status": registration.status,
+                "last_seen": ts_micros(registration.last_heartbeat),
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -271,13 +276,7 @@ def agent_register(
             assert registration is not None
     created = registration.run_token_digest != digest  # else a reclaim: the session restarted
     if created:
-        if is_live(
-            registration.status,
-            registration.last_heartbeat,
-            now=now,
-            stale_seconds=_stale_seconds(),
-        ):
-            raise _already_active(registration, target)
+        _live_check(registration, target, now=now)
         fields.update(run_token_digest=digest, joined_at=now)
     Registration.objects.filter(pk=target.pk).update(**fields)
     for name, value in fields.items():
@@ -304,13 +303,7 @@ def _registration_of(
     if run_token is not None and run_token_digest(_run_token_check(run_token)) != (
         registration.run_token_digest
     ):
-        if is_live(
-            registration.status,
-            registration.last_heartbeat,
-            now=now,
-            stale_seconds=_stale_seconds(),
-        ):
-            raise _already_active(registration, target)
+        _live_check(registration, target, now=now)
         raise AppError(
             "AGENT_NOT_REGISTERED",
             f"the registration of {name!r} with this run token was replaced: register again",

@@ -20,7 +20,7 @@ from agentchat.core.models import Agent, ApiToken, Registration, token_digest, t
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
-from agentchat.relevance import is_subagent
+from agentchat.relevance import in_namespace
 
 # The request header that names the sub-agent a token acts as (docs/signals.md): the token's
 # agent may act as any name under it with a dot, which needs no token of its own.
@@ -158,7 +158,9 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
     if name is None or name == agent.name:
         return agent
     check_agent_name(name, field=ACTING_HEADER)
-    if not is_subagent(name, agent.name):
+    # The one namespace rule (agentchat.relevance), as registration's AGENT_OUTSIDE_NAMESPACE:
+    # two surfaces, two documented codes.
+    if not in_namespace(name, agent.name):
         raise AppError(
             "ACTING_AS_FORBIDDEN",
             f"the token belongs to {agent.name!r}: it may act as {agent.name!r} or a sub-agent "

@@ -14,6 +14,7 @@ a trailing newline, and ``review\\n`` would exist beside ``review``). The patter
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from agentchat.core.rules.errors import AppError
 
@@ -80,6 +81,29 @@ def is_record_id(value: object, *, max_length: int) -> bool:
     )
 
 
+def record_id_check(
+    value: object,
+    *,
+    what: str,
+    code: str,
+    max_length: int,
+    field: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> str:
+    """``value``, when it is a record id (``RECORD_ID_PATTERN``, at most ``max_length``
+    characters). Raises ``code``: "``what`` must match …", its detail ``detail``, else the
+    ``field`` and the value cut to 100 characters."""
+    if not is_record_id(value, max_length=max_length):
+        raise AppError(
+            code,
+            f"{what} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most {max_length} characters",
+            detail=detail
+            if detail is not None
+            else {"field": field, "value": value[:100] if isinstance(value, str) else None},
+        )
+    return value  # type: ignore[return-value]
+
+
 def channel_name_problem(value: str) -> str | None:
     """Why a record-id-shaped ``value`` cannot name a channel folder, or None."""
     lowered = value.lower()
@@ -94,13 +118,8 @@ def channel_name_problem(value: str) -> str | None:
 
 def check_channel_name(value: object, *, field: str = "name") -> str:
     """Raises INVALID_NAME."""
-    if not is_record_id(value, max_length=CHANNEL_NAME_MAX):
-        raise AppError(
-            "INVALID_NAME",
-            f"channel {field} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most "
-            f"{CHANNEL_NAME_MAX} characters",
-            detail={"field": field, "value": value[:100] if isinstance(value, str) else None},
-        )
+    what = f"channel {field}"
+    record_id_check(value, what=what, code="INVALID_NAME", max_length=CHANNEL_NAME_MAX, field=field)
     problem = channel_name_problem(value)  # type: ignore[arg-type]
     if problem is not None:
         raise AppError("INVALID_NAME", problem, detail={"field": field, "value": value})

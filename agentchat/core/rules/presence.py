@@ -87,11 +87,6 @@ def namespace_root(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def in_namespace(name: str, owner: str) -> bool:
-    """Whether ``name`` is ``owner`` or one of its sub-agents (``owner.…``)."""
-    return name == owner or name.startswith(owner + ".")
-
-
 @dataclass(frozen=True)
 class Rate:
     """``count`` posts per ``seconds``: a bucket of ``count`` that refills at count/seconds."""

@@ -9,6 +9,8 @@ ADMIN_TOKEN_NOT_ALLOWED). ``/v1/monitor`` takes the admin token only
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
@@ -19,8 +21,9 @@ from rest_framework.views import APIView
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
 from agentchat.core.http.query import query_parameters
+from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest
+from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest, sender_check
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
@@ -45,16 +48,11 @@ CURSOR_HELP = (
     "`Last-Event-ID` header is sent (this parameter wins over the header); beyond the tail: "
     "400 INVALID_CURSOR"
 )
-LIMIT = OpenApiParameter(
-    "limit",
-    {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": envelopes.INBOX_LIMIT_MAX,
-        "default": envelopes.INBOX_LIMIT_DEFAULT,
-    },
-    description="at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of "
-    "JSON (always at least one): `next_cursor` below `tail` says more is there",
+LIMIT = openapi.limit_parameter(
+    envelopes.INBOX_LIMIT_MAX,
+    "at most this many; a page also stops at about AGENTCHAT_READ_MAX_BYTES of JSON (always "
+    "at least one): `next_cursor` below `tail` says more is there",
+    default=envelopes.INBOX_LIMIT_DEFAULT,
 )
 SEQ_CURSOR = OpenApiParameter("cursor", openapi.seq(), description=CURSOR_HELP)
 LAST_EVENT_ID = OpenApiParameter(
@@ -82,13 +80,12 @@ def owner_of(request: AgentRequest, agent_id: str) -> Agent:
     return agent
 
 
-def sender_check(request: AgentRequest, claimed: object) -> None:
-    if claimed is not None and claimed != request.user.name:
-        raise AppError(
-            "SENDER_MISMATCH",
-            f"the token belongs to {request.user.name!r}, not {claimed!r}",
-            detail={"from": claimed, "agent": request.user.name},
-        )
+def owner_and_body(
+    request: AgentRequest, agent_id: str, form: type[StrictSerializer]
+) -> tuple[Agent, dict[str, Any]]:
+    """A write's two checks, in this order: the path's agent is the token's (FORBIDDEN), and
+    the body is what ``form`` takes (the input codes)."""
+    return owner_of(request, agent_id), form.validate_input(request.data)
 
 
 def limit_of(request: Request) -> int:
@@ -116,8 +113,13 @@ def json_response(body: bytes) -> HttpResponse:
     return HttpResponse(body, content_type="application/json")
 
 
+def created_response(body: Any, created: bool) -> Response:
+    """201 for what the request made, 200 for what it found made (a retry, a replaced card)."""
+    return Response(body, status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+
+
 def sent_response(sent: Sent) -> Response:
-    return Response(sent.envelope(), status=http.HTTP_201_CREATED if sent.created else 200)
+    return created_response(sent.envelope(), sent.created)
 
 
 class EnvelopeSendApi(APIView):
@@ -139,8 +141,7 @@ class EnvelopeSendApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.EnvelopeSendInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.EnvelopeSendInput)
         sender_check(request, data.get("from"))
         return sent_response(
             envelope_send(
@@ -190,8 +191,7 @@ class ReceiptSendApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.ReceiptSendInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.ReceiptSendInput)
         return sent_response(
             receipt_send(
                 sender=sender,
@@ -220,9 +220,8 @@ class ContactListApi(APIView):
     )
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         owner = owner_of(request, agent_id)
-        limit = pages.limit_parse(request.query_params.get("limit"))
-        after = pages.after_parse(
-            request.query_params.get("after"), lambda raw: check_agent_name(raw, field="after")
+        after, limit = pages.window_parse(
+            request.query_params, lambda raw: check_agent_name(raw, field="after")
         )
         page = contacts.contact_list(owner=owner, after=after, limit=limit)
         return pages.page_response("contacts", page)
@@ -249,10 +248,9 @@ class ContactApi(APIView):
     )
     @query_parameters()
     def put(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
-        owner = owner_of(request, agent_id)
-        card = s.ContactCardInput.validate_input(request.data)
+        owner, card = owner_and_body(request, agent_id, s.ContactCardInput)
         stored, created = contact_put(owner=owner, contact_id=contact_id, card=card)
-        return Response(stored, status=http.HTTP_201_CREATED if created else http.HTTP_200_OK)
+        return created_response(stored, created)
 
     @extend_schema(
         operation_id="v1_contacts_show",
@@ -280,8 +278,7 @@ class ContactShareApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
-        sender = owner_of(request, agent_id)
-        data = s.ContactShareInput.validate_input(request.data)
+        sender, data = owner_and_body(request, agent_id, s.ContactShareInput)
         return sent_response(
             contact_share_send(
                 sender=sender,
@@ -306,13 +303,9 @@ class ContactShareAcceptApi(APIView):
     )
     @query_parameters()
     def post(self, request: AgentRequest, agent_id: str, message_id: str) -> Response:
-        owner = owner_of(request, agent_id)
-        s.EmptyInput.validate_input(request.data)
+        owner, _ = owner_and_body(request, agent_id, s.EmptyInput)
         event, created = contact_share_accept(owner=owner, message_id=message_id)
-        return Response(
-            contacts.contact_event_dict(event),
-            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
-        )
+        return created_response(contacts.contact_event_dict(event), created)
 
 
 class AddressBookApi(APIView):
