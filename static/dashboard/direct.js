@@ -22,6 +22,9 @@
   function place(fresh) {
     var count = 0;
     fresh.querySelectorAll("section.conversation").forEach(function (section) {
+      section.querySelectorAll("li.message.for-me").forEach(function (item) {
+        if (!document.getElementById(item.id)) count += 1;
+      });
       var mine = sectionFor(section.dataset.conversation);
       if (!mine) { root.appendChild(section); mine = section; }
       else {
@@ -30,7 +33,6 @@
           if (!document.getElementById(item.id)) list.appendChild(item);
         });
       }
-      count += section.querySelectorAll("li.message.for-me").length;
     });
     fresh.querySelectorAll("li.receipt").forEach(function (receipt) {
       if (document.getElementById(receipt.id)) return;
