@@ -80,10 +80,10 @@ def direct_conversations(*, agent: Agent, limit: int) -> tuple[list[Conversation
         Conversation(
             channel=row,
             peer=direct_peer(row, name),
-            last_ts=row.last_ts,  # type: ignore[attr-defined]
-            last_sender=row.last_sender or "",  # type: ignore[attr-defined]
-            last_title=row.last_title or "",  # type: ignore[attr-defined]
-            unread=row.unread,  # type: ignore[attr-defined]
+            last_ts=row.last_ts,
+            last_sender=row.last_sender or "",
+            last_title=row.last_title or "",
+            unread=row.unread,
         )
         for row in rows
         # ``startswith``/``endswith`` may match a longer name on SQLite's case folding:

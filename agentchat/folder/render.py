@@ -124,10 +124,10 @@ def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, st
 def _loaded_delivery(message: Message) -> Delivery | None:
     """The message's ``Delivery`` when it was loaded with it (``select_related``), else None:
     never a query per message."""
-    if not Message.delivery.is_cached(message):  # type: ignore[attr-defined]
+    if not Message.delivery.is_cached(message):
         return None
     try:
-        return message.delivery  # type: ignore[no-any-return]
+        return message.delivery
     except ObjectDoesNotExist:
         return None
 

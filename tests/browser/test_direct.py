@@ -12,8 +12,11 @@ import pytest
 
 from agentchat.core.identity.humans import human_agent
 from agentchat.core.identity.services import agent_get_or_create, token_create
-from tests.browser.test_dashboard import ARRIVAL_MS, _shots, browser  # noqa: F401 (a fixture)
+from tests.browser import test_dashboard
+from tests.browser.test_dashboard import ARRIVAL_MS, _shots
 from tests.conftest import auth
+
+browser = test_dashboard.browser  # the fixture: Chromium and Firefox
 
 
 @pytest.fixture
@@ -54,9 +57,7 @@ def test_a_direct_message_arrives_live_a_reply_is_sent_and_its_receipt_shows(bro
         "section[data-conversation='task-42'] li.message .body em", timeout=ARRIVAL_MS
     )
     _send(live, token, to=me, conversation_id="task-43", text="a second thread")
-    page.wait_for_selector(
-        "section[data-conversation='task-43'] li.message", timeout=ARRIVAL_MS
-    )
+    page.wait_for_selector("section[data-conversation='task-43'] li.message", timeout=ARRIVAL_MS)
     assert page.locator("#unread-count").inner_text() == "3 unread"
 
     # Send from the form, into task-42.
@@ -102,5 +103,7 @@ def test_a_direct_message_arrives_live_a_reply_is_sent_and_its_receipt_shows(bro
     _shots(page, "direct-list")
     page.click("header nav >> text=Monitor")
     page.wait_for_selector("table.monitor")
-    assert page.locator("table.monitor tbody tr").count() == 5  # 3 messages and a receipt to ann, 1 to alice
+    assert (
+        page.locator("table.monitor tbody tr").count() == 5
+    )  # 3 messages and a receipt to ann, 1 to alice
     _shots(page, "monitor")

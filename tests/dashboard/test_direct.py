@@ -45,7 +45,11 @@ def page(ann) -> Client:
 def _csrf(client: Client, path: str) -> str:
     r = client.get(path)
     assert r.status_code == 200, r.content[:500]
-    return r.cookies["csrftoken"].value if "csrftoken" in r.cookies else client.cookies["csrftoken"].value
+    return (
+        r.cookies["csrftoken"].value
+        if "csrftoken" in r.cookies
+        else client.cookies["csrftoken"].value
+    )
 
 
 def _ids(html: str, pattern: str) -> list[str]:
@@ -92,7 +96,9 @@ def test_a_conversation_is_grouped_by_conversation_id_and_shows_the_envelope_fie
     html = page.get("/dm/alice/").content.decode()
     sections = _ids(html, r'<section class="conversation" data-conversation="([^"]+)"')
     assert sections == ["task-42", "task-43"]
-    first = html[html.index('data-conversation="task-42"') : html.index('data-conversation="task-43"')]
+    first = html[
+        html.index('data-conversation="task-42"') : html.index('data-conversation="task-43"')
+    ]
     assert f'id="m-{one.message.seq}"' in first and f'id="m-{mine.message.seq}"' in first
     assert f'id="m-{other.message.seq}"' not in first
     assert "<em>inspect</em>" in first  # the text, as markdown
@@ -114,9 +120,9 @@ def test_a_receipt_shows_on_the_message_it_answers_with_its_status_and_time(page
     html = page.get("/dm/alice/").content.decode()
     item = html[html.index(f'id="m-{sent.message.seq}"') :]
     item = item[: item.index("</li>\n", item.index('class="receipts"'))]
-    assert f'id="r-{receipt.message.seq}"' in item and 'data-for="%d"' % sent.message.seq in item
+    assert f'id="r-{receipt.message.seq}"' in item and f'data-for="{sent.message.seq}"' in item
     assert '<span class="receipt-status">processed</span>' in item
-    assert "done it" in item and "by <span class=\"sender\">alice</span>" in item
+    assert "done it" in item and 'by <span class="sender">alice</span>' in item
     assert receipt.message.ts.strftime("%Y-%m-%d %H:%M:%S") in item
     assert f'id="m-{receipt.message.seq}"' not in html  # on its message, not an item of its own
 
@@ -211,7 +217,11 @@ def test_a_receipt_from_the_page_goes_to_the_sender(page, me, alice):
     assert r.status_code == 302 and r["Location"] == f"/dm/alice/#m-{got.message.seq}"
     receipt = Delivery.objects.select_related("message").get(recipient=alice)
     assert receipt.kind == "receipt"
-    assert receipt.message.data == {"message_id": got.envelope()["id"], "status": "read", "detail": None}
+    assert receipt.message.data == {
+        "message_id": got.envelope()["id"],
+        "status": "read",
+        "detail": None,
+    }
     bad = page.post(
         "/dm/alice/receipt/",
         {"csrfmiddlewaretoken": token, "message_id": "msg_unknown", "status": "read"},
@@ -248,7 +258,7 @@ def test_a_hostile_text_is_sanitized(page, me, alice):
     html = page.get("/dm/alice/").content.decode()
     body = html[html.index('class="body"') : html.index("</div>", html.index('class="body"'))]
     assert "<script" not in body and "&lt;script&gt;" in body  # shown as text
-    assert "href=\"javascript" not in body and "<strong>b</strong>" in body
+    assert 'href="javascript' not in body and "<strong>b</strong>" in body
 
 
 def test_the_monitor_fans_in_every_inbox_for_staff_in_pages(django_user_model, alice):
@@ -288,4 +298,6 @@ def test_the_monitor_pages_by_fifty(django_user_model, alice, monkeypatch):
     assert _ids(html, r'<tr id="d-([a-z]+-\d+)"') == ["bob-0", "bob-1"]
     assert "Next deliveries" in html
     nxt = re.search(r'id="monitor-next" href="\?cursor=([^"]+)"', html)[1]
-    assert _ids(client.get(f"/monitor/?cursor={nxt}").content.decode(), r'<tr id="d-([a-z]+-\d+)"') == ["bob-2"]
+    assert _ids(
+        client.get(f"/monitor/?cursor={nxt}").content.decode(), r'<tr id="d-([a-z]+-\d+)"'
+    ) == ["bob-2"]

@@ -58,10 +58,7 @@ def envelopes() -> dict[str, object]:
 
 
 def _files(root: Path, channel: str) -> dict[str, str]:
-    return {
-        path.name: path.read_text()
-        for path in sorted((root / channel).glob("[0-9]*.md"))
-    }
+    return {path.name: path.read_text() for path in sorted((root / channel).glob("[0-9]*.md"))}
 
 
 def test_the_direct_channel_is_a_folder_whose_files_carry_the_envelopes(tmp_path, envelopes):
@@ -71,9 +68,7 @@ def test_the_direct_channel_is_a_folder_whose_files_carry_the_envelopes(tmp_path
     assert len(files) == 4
     first, dataonly, receipt, share = files.values()
     asked = envelopes["asked"].envelope()  # type: ignore[attr-defined]
-    assert first.startswith(
-        "---\nseq: 1\nfrom: alice\nto: bob\nchannel: dm.alice.bob\n"
-    )
+    assert first.startswith("---\nseq: 1\nfrom: alice\nto: bob\nchannel: dm.alice.bob\n")
     for line in (
         "status: message",
         "conversation_id: task-42",
@@ -100,7 +95,11 @@ def test_the_direct_channel_is_a_folder_whose_files_carry_the_envelopes(tmp_path
     # Every envelope key is there exactly once, in the same order in every file.
     for text in files.values():
         keys = [line.split(":")[0] for line in text.split("---\n")[1].splitlines()]
-        envelope_keys = [k for k in keys if k in {"envelope_id", "envelope_kind", "inbox_seq_num", "delivered_at"}]
+        envelope_keys = [
+            k
+            for k in keys
+            if k in {"envelope_id", "envelope_kind", "inbox_seq_num", "delivered_at"}
+        ]
         assert envelope_keys == ["envelope_id", "envelope_kind", "inbox_seq_num", "delivered_at"]
         assert keys[-4:] == envelope_keys or keys[-5:-1] == envelope_keys
 
