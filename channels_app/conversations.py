@@ -93,6 +93,11 @@ def direct_conversations(*, agent: Agent, limit: int) -> tuple[list[Conversation
     return found[:limit], len(rows) > limit
 
 
+def direct_peer_exists(name: str) -> bool:
+    """Whether ``name`` is an agent's (someone a person may message)."""
+    return Agent.objects.filter(name=name).exists()
+
+
 def direct_channel_of(*, agent: str, peer: str) -> Channel | None:
     """The direct channel of ``agent`` and ``peer`` (None before their first envelope)."""
     return direct_channel_get(agent, peer)

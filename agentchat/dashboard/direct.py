@@ -32,6 +32,7 @@ from channels_app.conversations import (
     direct_conversations,
     direct_messages_after,
     direct_messages_before,
+    direct_peer_exists,
     direct_receipts_for,
     receipt_fields,
 )
@@ -67,7 +68,7 @@ def _json_text(value: Any, *, limit: int = SHOWN_JSON_CHARACTERS) -> str:
 def _peer_or_404(me: Agent, peer: str) -> tuple[str, Channel | None]:
     """The peer named in the path (an existing agent) and the pair's channel (None before the
     pair's first envelope). 404 for a name that is no agent's."""
-    if not is_agent_name(peer) or not Agent.objects.filter(name=peer).exists():
+    if not is_agent_name(peer) or not direct_peer_exists(peer):
         raise Http404(f"no agent {peer!r}")
     return peer, direct_channel_of(agent=me.name, peer=peer)
 
