@@ -466,13 +466,19 @@ def channel_name_taken(names: Iterable[str]) -> str | None:
 
 
 def message_list_among(
-    *, channel: Channel, seqs: Iterable[int], fields: Sequence[str] = ()
+    *,
+    channel: Channel,
+    seqs: Iterable[int],
+    fields: Sequence[str] = (),
+    envelopes: bool = False,
 ) -> list[Message]:
     """The messages of ``channel`` with these seqs (in no order), only ``fields`` loaded when
-    given."""
+    given; each with its HTTP v1 ``Delivery`` (in the same query) when ``envelopes``."""
     rows = Message.objects.filter(channel=channel, seq__in=set(seqs))
     if fields:
         rows = rows.only(*fields)
+    if envelopes:
+        rows = rows.select_related("delivery")
     return _attach(rows, channel)
 
 
@@ -500,15 +506,19 @@ def message_iter_after(
     fields: Sequence[str] = (),
     chunk_size: int,
     limit: int | None = None,
+    envelopes: bool = False,
 ) -> Iterator[Message]:
     """The messages of ``channel`` after seq ``after`` (up to ``upto`` when given, the first
     ``limit`` when given), ascending, streamed ``chunk_size`` rows at a time (only ``fields``
-    loaded when given): memory for one chunk, not the channel."""
+    loaded when given): memory for one chunk, not the channel. Each with its HTTP v1
+    ``Delivery`` (in the same query) when ``envelopes``."""
     rows = Message.objects.filter(channel=channel, seq__gt=after)
     if upto is not None:
         rows = rows.filter(seq__lte=upto)
     if fields:
         rows = rows.only(*fields)
+    if envelopes:
+        rows = rows.select_related("delivery")
     rows = rows.order_by("seq")
     if limit is not None:
         rows = rows[:limit]

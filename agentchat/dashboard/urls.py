@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agentchat.dashboard import reading, views
+from agentchat.dashboard import direct, reading, views
 
 app_name = "dashboard"
 
@@ -18,6 +18,12 @@ urlpatterns = [
     path("c/<str:name>/state/", reading.channel_state, name="channel-state"),
     path("c/<str:name>/m/<int:seq>/", reading.message_page, name="message"),
     path("agents/", views.agents, name="agents"),
+    path("dm/", direct.direct_list, name="direct"),
+    path("dm/<str:peer>/", direct.direct_conversation, name="direct-conversation"),
+    path("dm/<str:peer>/fragment/", direct.direct_fragment, name="direct-fragment"),
+    path("dm/<str:peer>/read/", direct.direct_mark_read, name="direct-read"),
+    path("dm/<str:peer>/receipt/", direct.direct_receipt, name="direct-receipt"),
+    path("monitor/", direct.monitor, name="monitor"),
     path("search/", views.search_page, name="search"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<str:name>/<int:seq>/", views.approval_answer, name="approval-answer"),

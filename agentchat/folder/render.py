@@ -19,6 +19,14 @@ reference reads ``type`` only to classify decisions, blockers and evidence, whic
 type names), then the keys an imported file carried (``Message.frontmatter``), verbatim and
 in their order.
 
+A direct channel's message (an HTTP v1 envelope, ``Channel.direct_pair``) carries its envelope's
+own fields last: ``envelope_id``, ``envelope_kind``, ``inbox_seq_num`` and ``delivered_at`` (the
+recipient's inbox position and its timestamp) and ``envelope_text: null`` when the envelope had
+no text (its body is then empty), from its ``Delivery``, which the sync loads with the message
+(``message_iter_after(..., envelopes=True)``): a row loaded without it renders none, and never
+costs a query. An import keeps these keys as a file's extra keys (an imported message is never an
+envelope), so an import and a sync give the same bytes.
+
 Records (§3.7-3.9): ``tasks/<id>.json``, ``claims/<task>.<owner>.json`` and
 ``locks/<lock_id>.json`` are the very records the API returns (``tasks_app.records``,
 ``locks_app.records``), ``state.md`` a stored summary's markdown, and a claimed legacy marker
@@ -32,7 +40,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from channels_app.models import Channel, MarkerClaim, Message
+from django.core.exceptions import ObjectDoesNotExist
+
+from channels_app.envelopes import rfc3339
+from channels_app.models import Channel, Delivery, MarkerClaim, Message
 from channels_app.records import channel_created, message_ts
 from locks_app.models import PathLock
 from locks_app.records import lock_file_bytes, lock_file_name, lock_to_dict
@@ -105,7 +116,35 @@ def message_frontmatter(message: Message, *, channel: str) -> list[tuple[str, st
         pairs.append(("metadata", _compact(message.metadata)))
     if message.signal_type:
         pairs.append(("type", message.signal_type))
+    pairs += envelope_frontmatter(message)
     pairs += [(str(key), str(value)) for key, value in message.frontmatter]
+    return pairs
+
+
+def _loaded_delivery(message: Message) -> Delivery | None:
+    """The message's ``Delivery`` when it was loaded with it (``select_related``), else None:
+    never a query per message."""
+    if not Message.delivery.is_cached(message):
+        return None
+    try:
+        return message.delivery
+    except ObjectDoesNotExist:
+        return None
+
+
+def envelope_frontmatter(message: Message) -> list[tuple[str, str]]:
+    """An envelope's own keys (see the module), [] for any other message."""
+    delivery = _loaded_delivery(message)
+    if delivery is None:
+        return []
+    pairs = [
+        ("envelope_id", delivery.envelope_id),
+        ("envelope_kind", delivery.kind),
+        ("inbox_seq_num", str(delivery.seq)),
+        ("delivered_at", rfc3339(delivery.delivered_at)),
+    ]
+    if not delivery.has_text:
+        pairs.append(("envelope_text", "null"))
     return pairs
 
 

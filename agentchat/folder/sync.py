@@ -299,6 +299,8 @@ class _ChannelSync:
         self.folder = folder
         self.channel = channel
         self.name = channel.name
+        # A direct channel's messages are HTTP v1 envelopes: rendered with their deliveries.
+        self.direct = channel.direct_pair is not None
         self.verify = verify
         self.progress = progress
         self.files = Files()
@@ -330,7 +332,9 @@ class _ChannelSync:
         def check(batch: list[tuple[int, str]]) -> None:
             rows = {
                 row.seq: row
-                for row in message_list_among(channel=self.channel, seqs={seq for seq, _ in batch})
+                for row in message_list_among(
+                    channel=self.channel, seqs={seq for seq, _ in batch}, envelopes=self.direct
+                )
             }
             for seq, name in batch:
                 row = rows.get(seq)
@@ -380,14 +384,22 @@ class _ChannelSync:
         # Some trusted file went (or was never written): write the missing ones again.
         present = trusted + sum(1 for seq in checked if seq <= through)
         if through and present != message_count_upto(channel=self.channel, upto=through):
-            old = message_iter_after(channel=self.channel, after=0, upto=through, chunk_size=CHUNK)
+            old = message_iter_after(
+                channel=self.channel,
+                after=0,
+                upto=through,
+                chunk_size=CHUNK,
+                envelopes=self.direct,
+            )
             for row in old:
                 path = self.folder / message_name(row)
                 if row.seq not in checked and not os.path.lexists(path):
                     note(self.files.write(path, message_bytes(row, channel=self.name), PLAIN_MODE))
                     self.report.message_written(row.seq)
 
-        new = message_iter_after(channel=self.channel, after=through, upto=last, chunk_size=CHUNK)
+        new = message_iter_after(
+            channel=self.channel, after=through, upto=last, chunk_size=CHUNK, envelopes=self.direct
+        )
         if self.progress is not None:
             self.progress.start(self.name, last - through)
         for row in new:
