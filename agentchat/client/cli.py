@@ -32,7 +32,7 @@ from agentchat.client import extra_commands
 from agentchat.client.api import Client
 from agentchat.client.config import config_load
 from agentchat.client.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClientError
-from agentchat.client.verbs import Command, locks, messages, state, tasks
+from agentchat.client.verbs import Command, locks, messages, signals, state, tasks
 
 EVENT_TYPES = ("capability", "status")
 EVENT_STATUSES = ("ready", "busy", "idle", "blocked", "stopped")
@@ -214,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", dest="event_type", choices=EVENT_TYPES)
 
     _task_parsers(sub)
+    signals.register(command)  # the EP-0118 verbs (list-agents, signal, read-signals, …)
     # mcp, hook and guard: their own modules, loaded only when they run (options.run).
     extra_commands.register(sub)
     return parser

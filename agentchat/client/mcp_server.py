@@ -45,7 +45,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from agentchat.client import shapes
+from agentchat.client import iasp, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError
@@ -84,6 +84,47 @@ def uri_parse(uri: str) -> tuple[str, bool]:
     if match is None:
         raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri[:200]!r}")
     return match.group(1), match.group(2) is not None
+
+
+# --- EP-0118: the agent's signal inbox as a resource (the EP's §7) ----------------------------
+# agentchat://signals/<session>/<agent_id>: the agent's unread signals in the session's channel
+# (read_signals as that agent, the token's own or a sub-agent's through AgentChat-As). Pushed
+# (notifications/resources/updated) on each new signal relevant to the agent, by the relevance
+# rule of agentchat/relevance.py: to it, to one of its sub-agents, or to *; never its own.
+SIGNALS_PREFIX = "agentchat://signals/"
+SIGNALS_URI = re.compile(
+    r"agentchat://signals/([A-Za-z0-9][A-Za-z0-9._-]{0,63})/([a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?)"
+)
+
+
+def signals_uri_parse(uri: str) -> tuple[str, str] | None:
+    """(channel, agent) of an inbox URI; None for any other URI."""
+    match = SIGNALS_URI.fullmatch(uri)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def uri_channel(uri: str) -> str:
+    """The channel a resource URI follows (an inbox's or a channel's); else RESOURCE_NOT_FOUND."""
+    inbox = signals_uri_parse(uri)
+    return inbox[0] if inbox is not None else uri_parse(uri)[0]
+
+
+async def signals_body(hub: Hub, channel: str, agent: str) -> dict[str, Any]:
+    """The inbox resource's JSON: the agent's unread signals (read_signals, a pure query)."""
+
+    def read() -> dict[str, Any]:
+        client = iasp.acting(hub.client, agent)
+        try:
+            return iasp.signals_read(client, channel, unread_only=True)
+        finally:
+            if client is not hub.client:
+                client.close()
+
+    listing = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+    return {"session": channel, "agent": agent, **listing}
+
+
+# --- end of EP-0118 ---------------------------------------------------------------------------
 
 
 def tool_result(body: Any) -> types.CallToolResult:
@@ -154,9 +195,29 @@ class Hub:
         return self.me
 
     def watched(self, channel: str) -> bool:
-        return any(
-            self.sessions.get(uri) or self.listens.get(uri, 0) > 0 for uri in channel_uris(channel)
-        )
+        uris = [*channel_uris(channel), *self.inboxes(channel)]
+        return any(self.sessions.get(uri) or self.listens.get(uri, 0) > 0 for uri in uris)
+
+    def inboxes(self, channel: str) -> list[str]:  # EP-0118
+        """The signal inbox URIs of ``channel`` that have subscribers, with their agent."""
+        found = []
+        for uri in {*self.sessions, *self.listens}:
+            inbox = signals_uri_parse(uri)
+            served = self.sessions.get(uri) or self.listens.get(uri, 0) > 0
+            if inbox is not None and inbox[0] == channel and served:
+                found.append(uri)
+        return found
+
+    async def signals_changed(self, channel: str, message: dict[str, Any] | None) -> None:
+        """EP-0118: notify the inboxes of ``channel`` a new signal concerns (every one when
+        ``message`` is None: the channel is no longer followed, and a read tells why)."""
+        for uri in self.inboxes(channel):
+            inbox = signals_uri_parse(uri)
+            assert inbox is not None
+            if message is None or (
+                message.get("type") in iasp.SIGNAL_TYPES and relevant(message, inbox[1])
+            ):
+                await self.notify(uri)
 
     async def subscribe(self, uri: str, session: ServerSession | None) -> None:
         """Start serving ``uri`` (a legacy session's subscription, or a listen stream's when
@@ -164,7 +225,14 @@ class Hub:
         cannot be seen. The HTTP calls (up to a minute each) are made outside the lock, so
         no other subscription nor the runner waits for them; the lock is taken again to
         record the channel, unless a subscription made meanwhile did."""
-        channel, _ = uri_parse(uri)
+        channel = uri_channel(uri)
+        inbox = signals_uri_parse(uri)
+        if inbox is not None:  # EP-0118: the agent must be one the token may act as
+            try:
+                await signals_body(self, *inbox)
+            except ClientError as exc:
+                code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+                raise MCPError(code, f"{exc.code}: {exc.message}") from exc
         async with self.lock:
             if channel in self.positions:
                 self._register(uri, session)
@@ -196,7 +264,7 @@ class Hub:
             self.sessions[uri][peer(session)] = session
 
     async def unsubscribe(self, uri: str, session: ServerSession | None) -> None:
-        channel, _ = uri_parse(uri)
+        channel = uri_channel(uri)
         async with self.lock:
             if session is None:
                 self.listens[uri] = max(0, self.listens[uri] - 1)
@@ -273,6 +341,7 @@ class Hub:
                                 self._stop(scope)
                             for channel in followed:
                                 await self.changed(channel, unread=True)  # a read tells why
+                                await self.signals_changed(channel, None)
                             return
                         log.info("the stream closed (%s); reconnecting in %.1fs", exc, delay)
                     except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
@@ -342,6 +411,7 @@ class Hub:
             log.warning("stream of %s: %s", channel, _error_line(error))
             del self.positions[channel]
             await self.changed(channel, unread=True)  # a read now tells why
+            await self.signals_changed(channel, None)
             return False
         if not isinstance(channel, str) or channel not in self.positions:
             return False  # unsubscribed meanwhile
@@ -358,6 +428,7 @@ class Hub:
         if seq > self.positions[channel]:
             self.positions[channel] = seq
             await self.changed(channel, unread=relevant(message, self.me))
+            await self.signals_changed(channel, message)
         return True
 
 
@@ -503,15 +574,26 @@ def build_server(client: Client) -> Server[Hub]:
                     description="your unread relevant messages in a channel (cursor unmoved)",
                     mime_type="application/json",
                 ),
+                types.ResourceTemplate(  # EP-0118's inbox
+                    uri_template=SIGNALS_PREFIX + "{session_id}/{agent_id}",
+                    name="signals",
+                    description="an agent's unread signals in a session (EP-0118's inbox), "
+                    "pushed on each new signal relevant to it",
+                    mime_type="application/json",
+                ),
             ]
         )
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
         uri = str(params.uri)
-        channel, unread = uri_parse(uri)
+        inbox = signals_uri_parse(uri)  # EP-0118
+        channel, unread = inbox if inbox is not None else uri_parse(uri)
         hub = hub_of(ctx)
         try:
-            body = await resource_body(hub, channel, unread=unread)
+            if inbox is not None:
+                body = await signals_body(hub, *inbox)
+            else:
+                body = await resource_body(hub, channel, unread=bool(unread))
         except ClientError as exc:
             code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
             raise MCPError(code, f"{exc.code}: {exc.message}") from exc
