@@ -182,9 +182,11 @@ class Harness:
                 if "{session_id}" in t.uri_template and "{agent_id}" in t.uri_template
             ]
             inbox = template.replace("{session_id}", self.session).replace("{agent_id}", "bob")
+            critic_inbox = inbox[: -len("bob")] + "bob.critic"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await bob.subscribe_resource(inbox)
+                await bob.subscribe_resource(critic_inbox)
             # Not bob's: no update of his inbox (a signal to carol, a plain post of bob's).
             await self.call(alice, "signal", to="carol", content="not for bob")
             started = time.monotonic()
@@ -193,13 +195,22 @@ class Harness:
                 await arrived.wait()
             elapsed = time.monotonic() - started
             assert elapsed < 1.0, f"the inbox update came after {elapsed:.3f} s"
-            assert updates == [inbox], updates
+            assert updates == [inbox], updates  # not bob.critic's: a signal to bob
             after_push = await unread("bob")
             assert after_push[-1] == pushed["id"], after_push
             content = (await bob.read_resource(inbox)).contents[0]
             assert isinstance(content, types.TextResourceContents)
             assert pushed["id"] in {s["id"] for s in json.loads(content.text)["signals"]}
             self.ok(f"the inbox resource is pushed within 1 s ({elapsed * 1000:.0f} ms)")
+            # A signal to bob.critic concerns bob.critic and bob: both inboxes are pushed.
+            updates.clear()
+            arrived = anyio.Event()
+            await self.call(alice, "signal", to="bob.critic", content="for the critic")
+            with anyio.fail_after(PUSH_BOUND):
+                while sorted(updates) != sorted([inbox, critic_inbox]):
+                    await arrived.wait()
+                    arrived = anyio.Event()
+            self.ok("a sub-agent's signal pushes its inbox and its parent's")
 
             # The CLI's verbs, with the MCP sessions still registered.
             self.run_cli(bob_unread=await self.call(bob, "read_signals", agent_id="bob"))
