@@ -15,8 +15,9 @@ each looping another kind, four agents beside a victim whose own peek is a megab
 approvals hog (``--only approvals``: ``--approvals`` pending requests of ``--approval-bytes`` in
 ``asks``; agent ``hog`` loops GET approvals/, ``limit=1`` and whole, while a signed-in person
 loops the dashboard's /help/ and /approvals/: every page counts the pending requests for its
-navigation), and the dashboard hog (``--only dashboard``): three signed-in people (a browser session each) loading the
-state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary), filled only when it runs.
+navigation), and the dashboard hog (``--only dashboard``): three signed-in people (a browser
+session each) loading the state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary).
+The approvals' and the dashboard's channels are filled only when their scenarios run.
 Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
 request count, status codes and bytes. Not part of the test suite.
 """

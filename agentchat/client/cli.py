@@ -32,7 +32,7 @@ from agentchat.client import extra_commands
 from agentchat.client.api import Client
 from agentchat.client.config import config_load
 from agentchat.client.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClientError
-from agentchat.client.verbs import Command, direct, inbox, locks, messages, state, tasks
+from agentchat.client.verbs import Command, direct, inbox, locks, messages, signals, state, tasks
 
 EVENT_TYPES = ("capability", "status")
 EVENT_STATUSES = ("ready", "busy", "idle", "blocked", "stopped")
@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     _task_parsers(sub)
     inbox.register(command)  # HTTP v1: inbox, monitor
     direct.register(sub, _json_flag)  # send, receipt, contacts: HTTP v1 direct messages
+    signals.register(command)  # the EP-0118 verbs (list-agents, signal, read-signals, …)
     # mcp, hook and guard: their own modules, loaded only when they run (options.run).
     extra_commands.register(sub)
     return parser

@@ -10,6 +10,7 @@ when set (it must then exist), else ``$XDG_CONFIG_HOME/agentchat/config.toml``
     url = "http://127.0.0.1:8000"     # the server's root
     token = "…"                       # from `manage.py create_agent_token NAME`
     channel = "review"                # the default channel of the hooks and the git guard
+    agent_id = "alice.critic"         # the EP-0118 verbs' default agent (the token's or under it)
     call_timeout = 30                 # seconds a call may take in all (default 30)
 
 Unknown keys are refused (a typo should not pass silently); a module that needs a key of its
@@ -43,6 +44,7 @@ KNOWN_KEYS: dict[str, type | tuple[type, ...]] = {
     "url": str,
     "token": str,
     "channel": str,
+    "agent_id": str,  # the EP-0118 verbs' and tools' default agent id (agentchat.client.iasp)
     "call_timeout": (int, float),
     "guard": dict,
 }

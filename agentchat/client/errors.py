@@ -19,6 +19,9 @@ from agentchat.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PLAIN, EXIT_USAGE
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PLAIN", "EXIT_USAGE", "ClientError"]
 
+# The EP-0118 verbs' refusal to guess who or where the caller is (its AmbiguousIdentityError).
+EXIT_AMBIGUOUS = 4
+
 # (code, exit status, meaning): the client table of docs/cli.md is this one.
 CLIENT_CODES: dict[str, tuple[int, str]] = {
     "SERVER_UNREACHABLE": (EXIT_PLAIN, "no server answers at the configured URL"),
@@ -33,6 +36,12 @@ CLIENT_CODES: dict[str, tuple[int, str]] = {
     "BODY_UNREADABLE": (EXIT_PLAIN, "post could not read its --body-file (or stdin) as UTF-8"),
     "WAIT_TIMEOUT": (EXIT_USAGE, "wait saw no new relevant message before its --timeout"),
     "INTERRUPTED": (EXIT_INTERRUPTED, "cancelled by the user (Ctrl-C)"),
+    "AMBIGUOUS_IDENTITY": (
+        EXIT_AMBIGUOUS,
+        "an EP-0118 verb cannot tell which agent it acts as (two sources disagree, or several "
+        "active agents under the token and none named)",
+    ),
+    "SESSION_REQUIRED": (EXIT_USAGE, "an EP-0118 verb found no session (channel) to act in"),
 }
 
 

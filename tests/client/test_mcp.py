@@ -55,6 +55,18 @@ EXPECTED_TOOLS = {
     "read_inbox",
     "send_receipt",
 }
+# EP-0118's tools (tests/client/test_ep_surfaces.py drives them).
+EXPECTED_TOOLS |= {
+    "start_session",
+    "signal",
+    "read_signals",
+    "ack_signals",
+    "list_agents",
+    "write_whiteboard",
+    "read_whiteboard",
+    "tired",
+    "read_notes",
+}
 UNREAD = "agentchat://channels/review/unread"
 
 

@@ -97,9 +97,9 @@ def test_event_read_prints_every_event_past_one_page(live, make_agent, tmp_path)
 
 
 def test_one_relevance_rule_for_the_cli_and_the_mcp_server():
-    from agentchat.client import mcp_server
+    from agentchat.client import mcp_hub
 
-    assert mcp_server.relevant is ops.relevant
+    assert mcp_hub.relevant is ops.relevant
     assert ops.relevant({"seq": 1, "from": "bob", "to": ["alice"]}, "alice")
     assert not ops.relevant({"seq": 1, "from": "bob", "to": ["carol"]}, "alice")
     assert not ops.relevant({"seq": 1, "from": "alice", "to": []}, "alice")
