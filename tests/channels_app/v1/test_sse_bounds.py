@@ -186,4 +186,3 @@ def test_the_monitor_has_its_own_cap(capped, make_agent):
     first.close()
     again = _reopens(monitor, admin)
     again.close()
-
