@@ -231,10 +231,13 @@ class HeavyGate:
         *,
         bounded: bool = False,
         gone: asyncio.Future[Any] | None = None,
+        queue: int | None = None,
     ) -> T | None:
         """``await call()`` in its turn; None, without calling it, when ``gone`` is done first
-        (the client left while the request waited)."""
-        queue = settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT
+        (the client left while the request waited). ``queue`` (AGENTCHAT_HEAVY_QUEUE_PER_AGENT
+        by default) is how many of the key's requests may wait past the running one: a caller
+        whose own count is bounded otherwise (the live follows' reads) may wait longer."""
+        queue = settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT if queue is None else queue
         if self.waiting(key) > queue:
             raise AppError(
                 "HEAVY_REQUEST_BUSY",

@@ -142,6 +142,11 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "a subscribe beyond the channels one connection may follow (a setting)",
     ),
     ("STREAM_TOO_MANY_FRAMES", 429, "a client frame beyond the connection's budget (it refills)"),
+    (
+        "SSE_TOO_MANY_FOLLOWS",
+        429,
+        "the agent (or the monitor) has its most live follows open (AGENTCHAT_SSE_MAX_PER_AGENT)",
+    ),
     # --- lookups
     ("NOT_FOUND", 404, "no such route or object"),
     ("CHANNEL_NOT_FOUND", 404, "no such channel (or it is members-only and you are no member)"),

@@ -37,6 +37,8 @@ def server(django_db_setup, django_db_blocker):
                 "AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN,
                 "AGENTCHAT_SSE_HEARTBEAT_SECONDS": str(HEARTBEAT),
                 "AGENTCHAT_REVOCATION_CHECK_SECONDS": "0.5",
+                # Two hundred follows of bob's below (the cap: test_sse_bounds.py).
+                "AGENTCHAT_SSE_MAX_PER_AGENT": "256",
             }
         )
     yield process
