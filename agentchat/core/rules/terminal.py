@@ -20,7 +20,13 @@ def _escaped(ch: str, keep: str) -> str:
     if ch in keep or unicodedata.category(ch) not in _UNSAFE:
         return ch
     code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def terminal_safe(text: object, *, keep: str = "") -> str:

@@ -25,7 +25,9 @@ class _Bar:
         if self.enabled and total > 0:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=terminal_safe(channel), unit="msg", leave=False, file=sys.stderr)
+            self.bar = tqdm(
+                total=total, desc=terminal_safe(channel), unit="msg", leave=False, file=sys.stderr
+            )
 
     def advance(self, count: int) -> None:
         if self.bar is not None:
@@ -113,7 +115,8 @@ class Command(BaseCommand):
                 try:
                     commit = git_commit(root, report, verify=not options["git_no_verify"])
                 except AppError:
-                    self.stdout.write(terminal_safe(line))  # the files are written: say so, then why no commit
+                    # the files are written: say so, then why no commit
+                    self.stdout.write(terminal_safe(line))
                     raise
                 if commit:
                     line += f" - committed {commit[:12]}"

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import Agent, ApiToken
-from agentchat.core.rules.terminal import terminal_safe
 from agentchat.core.rules.errors import AppError, error_command
+from agentchat.core.rules.terminal import terminal_safe
 
 
 class Command(BaseCommand):
