@@ -3,8 +3,10 @@
 A message with status ``needs-approval`` is a request. An answer is a reply to it
 (``reply_to``, same channel) with status ``approved`` or ``rejected``; it decides the request
 only when its sender is a person, as the server stamped it (``sender_kind`` human, and not an
-imported message, whose provenance no identity vouches for), other than the requester, and,
-when the channel names a maintainer, that maintainer. Every other answer is a comment: the
+imported message, whose provenance no identity vouches for), outside the requester's namespace
+(its root and every sub-agent of it: ``humx`` never decides for ``humx.bot``, which its
+token acts as, nor ``humx.bot`` for ``humx``; ``namespace_root``), and, when the channel
+names a maintainer, that maintainer. Every other answer is a comment: the
 request stays pending.
 
 Three forms of the same rule, kept side by side so they cannot drift apart:
@@ -30,6 +32,11 @@ import re
 from typing import Any, Protocol
 
 from django.db.models import F, Q, Value
+from django.db.models.expressions import Combinable
+from django.db.models.functions import Concat, Left, StrIndex
+from django.db.models.lookups import Exact
+
+from agentchat.core.rules.presence import namespace_root
 
 APPROVAL_REQUEST = "needs-approval"
 APPROVAL_ANSWERS = ("approved", "rejected")
@@ -64,6 +71,18 @@ ANSWER_QUERY = Q(
 )
 
 
+def root_key(name: Combinable) -> Left:
+    """The SQL of ``namespace_root(name) + "."`` (``alice.`` of ``alice.critic.x`` and of
+    ``alice``): the part of ``name + "."`` up to its first dot, in SQLite and PostgreSQL."""
+    dotted = Concat(name, Value("."))
+    return Left(dotted, StrIndex(dotted, Value(".")))
+
+
+def same_namespace(sender: str, requester: str) -> bool:
+    """Whether ``sender`` and ``requester`` have one namespace root (the rule's Python form)."""
+    return namespace_root(sender) == namespace_root(requester)
+
+
 def deciding_answers(request: Any) -> Q:
     """The answers that decide ``request``, given as expressions over the request row
     (``OuterRef`` of a subquery, or ``F`` of a join): ``request("seq")`` and the like."""
@@ -71,6 +90,7 @@ def deciding_answers(request: Any) -> Q:
         ANSWER_QUERY
         & Q(channel=request("channel"), reply_to=request("seq"))
         & ~Q(sender=request("sender"))
+        & ~Q(Exact(root_key(F("sender")), root_key(request("sender"))))
         & (Q(channel__maintainer="") | Q(sender=F("channel__maintainer")))
     )
 
@@ -99,7 +119,7 @@ def answer_decides(answer: _Row, request: _Row | None, *, maintainer: str) -> bo
         and answer.reply_to == request.seq
         and answer.sender_kind == HUMAN
         and not answer.imported
-        and answer.sender != request.sender
+        and not same_namespace(answer.sender, request.sender)
         and (not maintainer or answer.sender == maintainer)
     )
 
@@ -109,6 +129,6 @@ def may_decide(viewer: str, viewer_kind: str, *, request_sender: str, maintainer
     request from ``request_sender`` in a channel whose maintainer is ``maintainer``."""
     return (
         viewer_kind == HUMAN
-        and viewer != request_sender
+        and not same_namespace(viewer, request_sender)
         and (not maintainer or viewer == maintainer)
     )

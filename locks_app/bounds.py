@@ -21,9 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.presence import namespace_root
 from channels_app.models import Channel
 from locks_app import records
 from locks_app.models import PathLock, PathLockEntry
@@ -58,13 +59,15 @@ def held_caps_check(
     per_channel: int,
     refusal: Callable[..., AppError],
 ) -> None:
-    """The two caps on the ``held`` entries of a channel (the module's): ``owner``'s, its
-    expired locks too, at most ``per_agent``; the channel's unexpired ones at most
+    """The two caps on the ``held`` entries of a channel (the module's): ``owner``'s namespace's
+    (its root and every sub-agent of it, which act with the root's tokens), its expired locks
+    too, at most ``per_agent``; the channel's unexpired ones at most
     ``per_channel``; ``wanted`` more included. ``exclude_lock_pk``: the lock being recovered.
     Raises ``refusal(held, wanted, limit, scope=...)``."""
     if exclude_lock_pk is not None:
         held = held.exclude(lock_id=exclude_lock_pk)
-    mine = held.filter(lock__owner=owner).count()
+    root = namespace_root(owner)  # a parent and its sub-agents (AgentChat-As) share one cap
+    mine = held.filter(Q(lock__owner=root) | Q(lock__owner__startswith=root + ".")).count()
     if mine + wanted > per_agent:
         raise refusal(mine, wanted, per_agent, scope="agent")
     active = held.filter(lock__expires_at__gt=now).count()

@@ -27,7 +27,13 @@ from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
 from agentchat.dashboard.markdown import markdown_html
 from channels_app import services
-from channels_app.approval_rule import APPROVAL_REQUEST, answer_decides, is_answer, may_decide
+from channels_app.approval_rule import (
+    APPROVAL_REQUEST,
+    answer_decides,
+    is_answer,
+    may_decide,
+    same_namespace,
+)
 from channels_app.approvals import approvals_pending, approvals_pending_among
 from channels_app.models import Channel, Message
 from channels_app.presence import presence_seen_by
@@ -438,7 +444,7 @@ def approvals(request: SignedInRequest) -> HttpResponse:
                     request_sender=message.sender,
                     maintainer=message.channel.maintainer,
                 ),
-                "own": message.sender == agent.name,
+                "own": same_namespace(message.sender, agent.name),  # or a sub-agent's
             }
         )
     return render(

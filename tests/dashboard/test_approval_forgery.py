@@ -110,3 +110,36 @@ def test_the_partial_index_is_the_rules_condition():
 
     index = next(i for i in Message._meta.indexes if i.name == "message_approval_deciders")
     assert index.condition == ANSWER_CONDITION
+
+
+def test_a_person_never_decides_its_own_sub_agents_request(alice, api_for, django_user_model):
+    """A request posted as ``humx.bot`` (humx's token through AgentChat-As) is humx's: its
+    answers, on the dashboard or through the API, and its sub-agents' are comments."""
+    from agentchat.core.identity.services import token_create
+    from tests.asgi_client import AsgiApiClient
+
+    humx = person(django_user_model, "humx")
+    token = token_create(agent=humx.agent)
+
+    def as_(acting: str | None) -> AsgiApiClient:
+        api = AsgiApiClient()
+        extra = {"HTTP_AGENTCHAT_AS": acting} if acting else {}
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}", **extra)
+        return api
+
+    seq = post(as_("humx.bot"), status="needs-approval")
+    assert Message.objects.get(seq=seq).sender == "humx.bot"
+    assert "You asked: your answer is a comment" in humx.get("/approvals/").content.decode()
+    answer_on_page(humx, seq)  # the dashboard's approve action
+    assert pending(alice) == [seq]
+    post(as_(None), status="approved", reply_to=seq)  # the API, as humx itself
+    assert pending(alice) == [seq]
+    page = humx.get("/c/ops/").content.decode()
+    assert COMMENT in page and AWAITING.format(seq) in page
+    # the other way round: humx's own request is not decided by its sub-agent either
+    mine = post(as_(None), status="needs-approval")
+    post(as_("humx.bot"), status="approved", reply_to=mine)
+    assert pending(alice) == [seq, mine]
+    # a look-alike name is another person, who decides
+    answer_on_page(person(django_user_model, "humx-2"), seq)
+    assert pending(alice) == [mine]

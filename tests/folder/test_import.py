@@ -707,3 +707,24 @@ def test_a_claimed_marker_whose_text_cannot_be_kept_is_still_a_claim(ref_root):
     texts = dict(MarkerClaim.objects.values_list("marker", "text"))
     assert texts["task-nul.md"] == texts["task-bin.md"] == texts["task-big.md"] == ""
     assert texts["task-runbook.md"] == "Update the runbook for payments v2.\n"
+
+
+def test_a_hostile_file_name_is_shown_escaped_in_the_error(ref_root):
+    """An error naming a file whose name holds escape sequences, a bell and a bidi override
+    shows them escaped: the operator's terminal acts on none of them."""
+    name = "T-\x1b]0;pwned\x07\u202e.json"
+    (ref_root / "backend" / "tasks" / name).write_text("{", encoding="utf-8")
+    with pytest.raises(CommandError) as caught:
+        import_folder(ref_root)
+    message = str(caught.value)
+    assert not any(ch in message for ch in "\x1b\x07\u202e"), repr(message)
+    assert "T-\\x1b]0;pwned\\x07\\u202e.json" in message
+
+
+def test_terminal_safe_escapes_what_a_terminal_acts_on():
+    from agentchat.core.rules.terminal import terminal_safe
+
+    assert terminal_safe("a\x1b[2J\x07\x9b\x7f\u2028\u200b\u2066é\U0001f600") == (
+        "a\\x1b[2J\\x07\\x9b\\x7f\\u2028\\u200b\\u2066é\U0001f600"
+    )
+    assert terminal_safe("one\ntwo\t", keep="\n") == "one\ntwo\\x09"

@@ -118,3 +118,24 @@ def test_the_schema_declares_the_cap_where_it_is_answered(api_client):
     }
     for operation_id in ("locks_lock", "locks_recover"):
         assert "PATH_LOCK_TOO_MANY_PATTERNS" in by_id[operation_id], operation_id
+
+
+def test_sub_agents_share_their_parents_cap(api_for, alice, review, caps):
+    """A parent's token acting as sub-agents (AgentChat-As) is one namespace: its root's cap
+    counts them all, so they cannot fill the channel's allowance for the others."""
+    mallory = api_for("mallory")
+    assert lock(mallory, "a*.py").status_code == 201
+    for n, path in enumerate(("b*.py", "c*.py", "d*.py")):
+        mallory.credentials(**{**mallory._credentials, "HTTP_AGENTCHAT_AS": f"mallory.s{n}"})
+        r = lock(mallory, path)
+        if n == 0:
+            assert r.status_code == 201
+            continue
+        assert (r.status_code, code(r)) == (409, "PATH_LOCK_TOO_MANY_PATTERNS")
+        assert r.json()["error"]["detail"]["scope"] == "agent"
+    # a nested sub-agent is in the namespace too
+    mallory.credentials(**{**mallory._credentials, "HTTP_AGENTCHAT_AS": "mallory.s0.deep"})
+    assert code(lock(mallory, "e*.py")) == "PATH_LOCK_TOO_MANY_PATTERNS"
+    # the channel keeps room for alice, and a look-alike name is not in the namespace
+    assert lock(alice, "*.txt").status_code == 201
+    assert lock(api_for("mallory-x"), "*.md").status_code == 201

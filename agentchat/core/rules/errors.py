@@ -25,6 +25,7 @@ from django.core.management.base import CommandError
 from django.http import HttpResponse
 
 from agentchat.core.rules.encode import json_bytes
+from agentchat.core.rules.terminal import terminal_safe
 from agentchat.exits import EXIT_CLAIM_LOST as EXIT_CLAIM_LOST  # the families, for callers
 from agentchat.exits import EXIT_PLAIN as EXIT_PLAIN
 from agentchat.exits import EXIT_USAGE as EXIT_USAGE
@@ -465,8 +466,9 @@ def internal_error() -> AppError:
 
 def error_command(exc: AppError) -> CommandError:
     """A management command's failure: ``CODE: message`` on stderr, exit status of the code's
-    family (as the reference CLI)."""
-    return CommandError(f"{exc.code}: {exc.message}", returncode=exc.exit_code)
+    family (as the reference CLI); the message terminal-safe (``terminal.terminal_safe``): it
+    may name a hostile file."""
+    return CommandError(f"{exc.code}: {terminal_safe(exc.message)}", returncode=exc.exit_code)
 
 
 def error_http_response(exc: AppError) -> HttpResponse:

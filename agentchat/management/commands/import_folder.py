@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from agentchat.core.rules.errors import AppError, error_command
+from agentchat.core.rules.terminal import terminal_safe
 from agentchat.folder.load import folder_import
 
 
@@ -27,4 +28,4 @@ class Command(BaseCommand):
         except AppError as exc:
             raise error_command(exc) from None
         for item in done:
-            self.stdout.write(item.summary())
+            self.stdout.write(terminal_safe(item.summary(), keep="\n"))

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentchat.core.rules.errors import AppError, error_command
+from agentchat.core.rules.terminal import terminal_safe
 from agentchat.folder.follow import follow
 from agentchat.folder.git import git_commit, git_prepare
 from agentchat.folder.sync import SyncReport, folder_sync
@@ -24,7 +25,9 @@ class _Bar:
         if self.enabled and total > 0:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=channel, unit="msg", leave=False, file=sys.stderr)
+            self.bar = tqdm(
+                total=total, desc=terminal_safe(channel), unit="msg", leave=False, file=sys.stderr
+            )
 
     def advance(self, count: int) -> None:
         if self.bar is not None:
@@ -112,12 +115,13 @@ class Command(BaseCommand):
                 try:
                     commit = git_commit(root, report, verify=not options["git_no_verify"])
                 except AppError:
-                    self.stdout.write(line)  # the files are written: say so, then why no commit
+                    # the files are written: say so, then why no commit
+                    self.stdout.write(terminal_safe(line))
                     raise
                 if commit:
                     line += f" - committed {commit[:12]}"
             if report.changed or not options["follow"]:
-                self.stdout.write(line)
+                self.stdout.write(terminal_safe(line))
                 self.stdout.flush()
             return report
 
@@ -132,4 +136,4 @@ class Command(BaseCommand):
         except AppError as exc:
             raise error_command(exc) from exc
         except OSError as exc:
-            raise CommandError(f"SYNC_ROOT_INVALID: {exc}", returncode=1) from exc
+            raise CommandError(f"SYNC_ROOT_INVALID: {terminal_safe(exc)}", returncode=1) from exc

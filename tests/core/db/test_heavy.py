@@ -292,6 +292,16 @@ def test_the_tokens_of_one_agent_are_one_heavy_gate_key(make_agent, monkeypatch)
 
     alices = {key(f"Bearer {first}"), key(f"bearer {second}"), key(f"Bearer  {first}")}
     assert alices == {b"a%d" % alice.pk}
+    # Its token acting as its sub-agents (AgentChat-As) is still alice: one key, one queue.
+    for acting in ("alice.s0", "alice.s1.deep"):
+        scope = {
+            "headers": [
+                (b"host", b"testserver"),
+                (b"authorization", f"Bearer {first}".encode()),
+                (b"agentchat-as", acting.encode()),
+            ]
+        }
+        assert asyncio.run(lane.heavy_gate_key(scope)) == b"a%d" % alice.pk
     assert lookups == [first, second]  # one select for a token not seen yet, then known
     token_authenticate(bobs)  # authentication fills what the gate looks up
     assert key(f"Bearer {bobs}") == b"a%d" % bob.pk

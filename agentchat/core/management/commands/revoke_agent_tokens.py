@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from agentchat.core.identity.services import token_revoke
 from agentchat.core.models import Agent, ApiToken
 from agentchat.core.rules.errors import AppError, error_command
+from agentchat.core.rules.terminal import terminal_safe
 
 
 class Command(BaseCommand):
@@ -27,4 +28,4 @@ class Command(BaseCommand):
         for token in tokens:
             token_revoke(token=token)
             count += 1
-        self.stdout.write(f"revoked {count} token(s) of {agent.name}")
+        self.stdout.write(terminal_safe(f"revoked {count} token(s) of {agent.name}"))
