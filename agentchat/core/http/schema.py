@@ -295,10 +295,11 @@ PATH_CODES = ("NOT_FOUND",)
 CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
 
 # Writes of a channel that post a message (a post, an event, the audit of a task, lock or
-# channel change): the sender's post budget (agentchat.core.identity.rates). Reads, acks, a
+# channel change): the sender's post budget (agentchat.core.identity.rates) and the loop guard
+# (channels_app.services.loopguard). Reads, acks, a
 # lock check, a marker claim and recover-pending post nothing. A direct channel (HTTP v1) takes
 # envelopes only: any other write there is CHANNEL_DIRECT.
-POSTING_CODES = ("RATE_LIMITED", "CHANNEL_DIRECT")
+POSTING_CODES = ("RATE_LIMITED", "LOOP_SUSPECTED", "CHANNEL_DIRECT")
 POSTING_METHODS = frozenset({"post", "put", "patch", "delete"})
 NOT_POSTING = ("/read/", "/ack/", "/locks/check/", "/claims/{marker}/", "/recover-pending/")
 
