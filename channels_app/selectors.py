@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
 from django.conf import settings
@@ -438,11 +438,12 @@ def loop_flags(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     ).values_list("channel__name", "flagged_at", "flagged_seq", "run")
     return {
         name: {
-            "flagged_at": datetime.fromtimestamp(flagged_at, tz=timezone.utc),
+            "flagged_at": datetime.fromtimestamp(flagged_at, tz=UTC),
             "flagged_seq": flagged_seq,
             "run": run,
         }
         for name, flagged_at, flagged_seq, run in rows
+        if flagged_at is not None
     }
 
 

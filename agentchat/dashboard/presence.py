@@ -27,7 +27,9 @@ def presence_nested(people: list[dict[str, Any]]) -> list[dict[str, Any]]:
     names = {p["name"] for p in people}
     ordered = sorted(people, key=lambda p: p["name"].split("."))
     for p in ordered:
-        listed = [] if p.get("kind") == "human" else [a for a in _ancestors(p["name"]) if a in names]
+        listed = (
+            [] if p.get("kind") == "human" else [a for a in _ancestors(p["name"]) if a in names]
+        )
         p["depth"] = len(listed)
         p["parent"] = listed[0] if listed else None
         p["short"] = p["name"][len(listed[0]) + 1 :] if listed else p["name"]

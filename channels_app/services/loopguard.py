@@ -78,7 +78,9 @@ def _table() -> str:
 def _upsert_sql(config: LoopConfig) -> str:
     t = _table()
     # Every SET expression reads the old row (t.*) and this post (excluded.*).
-    expired = f"({t}.flagged_at IS NOT NULL AND excluded.last_at >= {t}.flagged_at + {config.cooldown!r})"
+    expired = (
+        f"({t}.flagged_at IS NOT NULL AND excluded.last_at >= {t}.flagged_at + {config.cooldown!r})"
+    )
     flagged = f"({t}.flagged_at IS NOT NULL AND NOT {expired})"
     goes_on = (
         f"({t}.run > 0 AND {t}.last_at IS NOT NULL "
@@ -111,7 +113,9 @@ def _counts(message: Message) -> str:
     """``count`` (an agent's post), ``reset`` (a human's), ``progress`` (a task or lock
     change) or ``neutral`` (the server's other audit messages)."""
     if message.kind == Message.Kind.AUDIT:
-        return "progress" if status_key(message.status).startswith(_PROGRESS_PREFIXES) else "neutral"
+        return (
+            "progress" if status_key(message.status).startswith(_PROGRESS_PREFIXES) else "neutral"
+        )
     if message.sender_kind == Agent.Kind.HUMAN:
         return "reset"
     return "count"
@@ -142,9 +146,7 @@ def loop_guard_step(message: Message, *, now: datetime) -> LoopFlag | None:
             )
             return None
         at = now.timestamp()
-        cursor.execute(
-            _upsert_sql(config), [message.channel_id, message.seq, message.sender, at]
-        )
+        cursor.execute(_upsert_sql(config), [message.channel_id, message.seq, message.sender, at])
         run, from_seq, flagged_at, flag_new, _ = cursor.fetchone()
     if flagged_at is not None and not flag_new and config.refuse:
         retry_after = max(1, math.ceil(round(flagged_at + config.cooldown - at, 6)))

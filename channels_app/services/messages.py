@@ -28,13 +28,6 @@ from channels_app.models import Channel, Message, Presence
 from channels_app.records import audit_body, audit_title, message_json_size, message_to_dict
 from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import channel_group
-from channels_app.services.loopguard import (
-    EVENT_LOOP_SUSPECTED,
-    LoopFlag,
-    loop_config,
-    loop_flag_record,
-    loop_guard_step,
-)
 from channels_app.services.limits import (
     BROADCAST_WORDS,
     MESSAGE_ID_MAX,
@@ -42,6 +35,13 @@ from channels_app.services.limits import (
     RECIPIENTS_MAX,
     STATUS_MAX,
     TITLE_MAX,
+)
+from channels_app.services.loopguard import (
+    EVENT_LOOP_SUSPECTED,
+    LoopFlag,
+    loop_config,
+    loop_flag_record,
+    loop_guard_step,
 )
 
 

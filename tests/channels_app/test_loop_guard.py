@@ -118,7 +118,7 @@ def test_one_agent_alone_is_no_exchange(guard, room, clock):
 
 
 def test_a_pause_longer_than_the_window_ends_the_run(guard, room, clock):
-    for round_ in range(4):
+    for _ in range(4):
         for i in range(N - 1):
             clock.advance(29)
             post(room, ("alice", "bob")[i % 2])

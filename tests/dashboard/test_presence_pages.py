@@ -11,7 +11,6 @@ from django.test import Client
 
 from agentchat.core.identity import registry
 from agentchat.core.identity.services import agent_get_or_create
-from agentchat.core.models import Agent
 from agentchat.dashboard.presence import presence_nested
 from channels_app import services
 from channels_app.models import Channel

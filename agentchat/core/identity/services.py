@@ -148,15 +148,15 @@ def _is_admin_digest(digest: str) -> bool:
 
 
 def agent_acting(agent: Agent, name: str | None) -> Agent:
-    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
-    is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
+    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name`` is
+    None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
     ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use (at most
     ``registry.SUBAGENTS_MAX`` of them: ``registry.subagent_make``). A sub-agent's token never
-    acts as its parent, nor any token as a sibling. A sub-agent is always an agent, never a person: no token acts as a person's agent
-    that happens to be named under it (``carol.human``, a person's agent beside an agent
-    ``carol``), and a person's token makes sub-agents of kind agent, so that no one answers an
-    approval as a person through a header. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
-    SUBAGENTS_TOO_MANY."""
+    acts as its parent, nor any token as a sibling. A sub-agent is always an agent, never a
+    person: no token acts as a person's agent that happens to be named under it
+    (``carol.human``, a person's agent beside an agent ``carol``), and a person's token makes
+    sub-agents of kind agent, so that no one answers an approval as a person through a header.
+    Raises INVALID_NAME, ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY."""
     if name is None or name == agent.name:
         return agent
     check_agent_name(name, field=ACTING_HEADER)

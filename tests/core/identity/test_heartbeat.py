@@ -93,9 +93,7 @@ def acting_as(api, name):
     return api
 
 
-def test_a_parent_token_acting_as_a_sub_agent_heartbeats_it_at_most_once(
-    api_for, clock, settings
-):
+def test_a_parent_token_acting_as_a_sub_agent_heartbeats_it_at_most_once(api_for, clock, settings):
     settings.AGENTCHAT_HEARTBEAT_SECONDS = 5
     parent = api_for("hera")
     for name in ("hera", "hera.critic"):
