@@ -299,6 +299,32 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"AGENTCHAT_POST_RATE: {exc}") from None
 
+# --- The loop guard (channels_app.services.loopguard) ---------------------------------------
+# Agents answering each other automatically (the echo storm): this many consecutive messages of
+# one channel exchanged among agents only (at least two of them; no human post, no task or lock
+# change in between), each within AGENTCHAT_LOOP_GUARD_SECONDS of the one before, post one
+# `loop.suspected` audit message and flag the channel on the dashboard. 0: no loop guard.
+AGENTCHAT_LOOP_GUARD_MESSAGES = int(os.environ.get("AGENTCHAT_LOOP_GUARD_MESSAGES", "50"))
+AGENTCHAT_LOOP_GUARD_SECONDS = float(os.environ.get("AGENTCHAT_LOOP_GUARD_SECONDS", "30"))
+# How long a flag holds (a human post ends it sooner); then a new run starts counting.
+AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS = float(
+    os.environ.get("AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS", "600")
+)
+# Whether a flagged channel refuses agents' posts (429 LOOP_SUSPECTED, Retry-After the rest of
+# the cool-down) until a human posts or the cool-down passes. Off: the flag only tells.
+AGENTCHAT_LOOP_GUARD_REFUSE = os.environ.get("AGENTCHAT_LOOP_GUARD_REFUSE", "").strip().lower() in (
+    "1",
+    "true",
+    "yes",
+    "on",
+)
+if AGENTCHAT_LOOP_GUARD_MESSAGES != 0 and AGENTCHAT_LOOP_GUARD_MESSAGES < 2:
+    raise ImproperlyConfigured("AGENTCHAT_LOOP_GUARD_MESSAGES must be 0 (off) or at least 2")
+if AGENTCHAT_LOOP_GUARD_SECONDS <= 0 or AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS <= 0:
+    raise ImproperlyConfigured(
+        "AGENTCHAT_LOOP_GUARD_SECONDS and AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS must be > 0"
+    )
+
 # --- HTTP v1 (/v1/: direct messages, inboxes, the admin monitor) ----------------------------
 # The admin monitor's bearer token (the HTTP v1 document's name, AGENT_CHAT_ADMIN_TOKEN): unset
 # or empty, GET /v1/monitor answers 404 MONITOR_DISABLED. Set, the monitor takes it and nothing

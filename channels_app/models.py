@@ -309,6 +309,32 @@ class WhiteboardEntry(models.Model):
         return f"{self.channel_id}/{self.key}"
 
 
+class LoopGuard(models.Model):
+    """The loop guard's counter of a channel (``channels_app.services.loopguard``): the run of
+    consecutive agent messages, each within the window of the one before, since the last human
+    post or task or lock change. One row per channel, written by one upsert in the posting
+    transaction (no scan of the messages). Times are epoch seconds, as the post budget's."""
+
+    channel = models.OneToOneField(
+        Channel, on_delete=models.CASCADE, primary_key=True, related_name="loop_guard"
+    )
+    run = models.IntegerField(default=0)
+    # The seq of the run's first message, and its sender.
+    run_from_seq = models.BigIntegerField(default=0)
+    first_sender = models.CharField(max_length=64, blank=True)
+    # Whether a sender other than the first posted in the run (one agent alone is no exchange).
+    mixed = models.BooleanField(default=False)
+    last_at = models.FloatField(null=True)
+    # When the run crossed the threshold (the loop.suspected message's time); null: not flagged.
+    flagged_at = models.FloatField(null=True)
+    # The seq of the loop.suspected message, and whether the last upsert set the flag.
+    flagged_seq = models.BigIntegerField(null=True)
+    flag_new = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}: run {self.run}{' flagged' if self.flagged_at else ''}"
+
+
 class Mailbox(models.Model):
     """An agent's HTTP v1 counters: its inbox's and its address book's next sequence numbers.
 

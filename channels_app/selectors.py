@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
+from django.conf import settings
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Lower
 
 from agentchat.core.db.rows import RowSelect
 from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
 from agentchat.core.models import Agent
+from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import CHANNEL_NAME_MAX, is_record_id, record_id_check
 from channels_app import events
 from channels_app.approval_rule import APPROVAL_REQUEST
-from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
+from channels_app.models import Channel, Cursor, LoopGuard, MarkerClaim, Message, Presence
 from channels_app.records import channel_to_dict, message_json
 
 PEEK_DEFAULT = 100
@@ -426,6 +429,25 @@ def presence_list(*, channel: Channel, viewer: str) -> list[PresenceItem]:
         PresenceItem(name, rows.get(name), *cursors.get(name, (None, None)))
         for name in sorted({*rows, *cursors})
     ]
+
+
+def loop_flags(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The loop guard's standing flags of the channels named (``services.loopguard``), by
+    name: ``flagged_at`` (a datetime), ``flagged_seq`` (the ``loop.suspected`` message; None in a
+    direct channel), ``run`` (the run's length so far). A flag past its cool-down is none."""
+    since = clock.now().timestamp() - float(settings.AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS)
+    rows = LoopGuard.objects.filter(
+        channel__name__in=list(names), flagged_at__isnull=False, flagged_at__gt=since
+    ).values_list("channel__name", "flagged_at", "flagged_seq", "run")
+    return {
+        name: {
+            "flagged_at": datetime.fromtimestamp(flagged_at, tz=UTC),
+            "flagged_seq": flagged_seq,
+            "run": run,
+        }
+        for name, flagged_at, flagged_seq, run in rows
+        if flagged_at is not None
+    }
 
 
 def approval_request_find(*, channel: Channel, seq: int) -> Message | None:

@@ -26,6 +26,7 @@ from agentchat.core.rules.records import ts_parse
 from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
 from agentchat.dashboard.markdown import markdown_html
+from agentchat.dashboard.presence import channel_members, presence_nested
 from channels_app import services
 from channels_app.approval_rule import (
     APPROVAL_REQUEST,
@@ -44,6 +45,7 @@ from channels_app.selectors import (
     channel_get,
     channel_list,
     cursor_get,
+    loop_flags,
     message_last_by_channel,
     message_list_among,
     message_list_before,
@@ -90,8 +92,10 @@ def channels(request: SignedInRequest) -> HttpResponse:
     page = channel_list(agent=agent, after=after, limit=PAGE_CHANNELS)
     items = [json.loads(part) for part in page.parts]
     last = _last_messages([item["name"] for item in items])
+    flags = loop_flags([item["name"] for item in items])
     for item in items:
         item["last"] = last.get(item["name"])
+        item["loop"] = flags.get(item["name"])
     return render(
         request,
         "dashboard/channels.html",
@@ -219,6 +223,10 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
     first_unread = next(
         (item["m"].seq for item in shown if item["m"].seq > cursor and item["relevant"]), None
     )
+    try:
+        members, members_hidden = channel_members(channel=channel, viewer=agent.name)
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=404)
     return render(
         request,
         "dashboard/channel.html",
@@ -234,6 +242,10 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
             "live": before is None,
             "reply_to": request.GET.get("reply_to", ""),
             "budget_used": bodies.used_up,
+            "members": members,
+            "members_hidden": members_hidden,
+            "loop": loop_flags([channel.name]).get(channel.name),
+            "refusing": bool(settings.AGENTCHAT_LOOP_GUARD_REFUSE),
         },
     )
 
@@ -408,6 +420,7 @@ def agents(request: SignedInRequest) -> HttpResponse:
     for item in agent_list_by_name(limit=PRESENCE_ROWS):
         people.append({**item, **latest.pop(item["name"], {})})
     people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
+    people = presence_nested(people)
     stale_minutes = f"{settings.AGENTCHAT_STALE_SECONDS / 60:g}"
     return render(
         request,

@@ -9,6 +9,8 @@ The package, along its seams (each imports only those above it in this list):
 - ``groups``: the channel-layer groups a write rings (a channel's, the roster's);
 - ``messages``: recipients, ``message_post`` in its steps (validate, idempotent id, insert
   with its seq, push), id conflicts, seq allocation, the sender's kind;
+- ``loopguard``: the loop guard's counter row per channel, taken by ``message_post`` (imported
+  by ``messages``);
 - ``events``: ``event_post`` and ``audit_post``, both messages;
 - ``channels``: create and update, roster, visibility, topic (an update posts its audit);
 - ``cursors``: read pages and the cursor's set, ack and compare-and-set;

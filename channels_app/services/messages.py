@@ -18,13 +18,14 @@ from agentchat.core.db.transactions import write_atomic
 from agentchat.core.identity.rates import rate_take
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent
+from agentchat.core.rules import clock
 from agentchat.core.rules.audit import is_envelope_status, is_reserved, status_key
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name, record_id_check
 from agentchat.core.rules.validation import json_value_check, text_check
 from channels_app import events
 from channels_app.models import Channel, Message, Presence
-from channels_app.records import message_json_size, message_to_dict
+from channels_app.records import audit_body, audit_title, message_json_size, message_to_dict
 from channels_app.services.direct import direct_channel_refuse
 from channels_app.services.groups import channel_group
 from channels_app.services.limits import (
@@ -34,6 +35,13 @@ from channels_app.services.limits import (
     RECIPIENTS_MAX,
     STATUS_MAX,
     TITLE_MAX,
+)
+from channels_app.services.loopguard import (
+    EVENT_LOOP_SUSPECTED,
+    LoopFlag,
+    loop_config,
+    loop_flag_record,
+    loop_guard_step,
 )
 
 
@@ -127,6 +135,7 @@ def message_post(
     sender_kind: str | None = None,
     signal_type: str = "",
     envelope: bool = False,
+    budget: bool = True,
 ) -> tuple[Message, bool]:
     """Allocate the next seq and store the message; returns (message, created).
 
@@ -154,9 +163,11 @@ def message_post(
 
     The sender's presence row (its last activity) is written in the same transaction, and an
     agent's post is taken from its post budget (``agentchat.core.identity.rates``; a retry
-    answered with the first message costs nothing).
+    answered with the first message costs nothing; ``budget=False`` for the server's own
+    ``loop.suspected``). The post is counted by the loop guard (``services.loopguard``), whose
+    crossing of its threshold posts one ``loop.suspected`` audit message right after it.
     Raises INVALID_NAME, INVALID_VALUE, STATUS_RESERVED, FIELD_TOO_LARGE, REPLY_TO_NOT_FOUND,
-    ID_CONFLICT, CHANNEL_DIRECT, RATE_LIMITED.
+    ID_CONFLICT, CHANNEL_DIRECT, RATE_LIMITED, LOOP_SUSPECTED.
 
     In steps: validate and normalize (``_message_validate``), return the first message of a
     retry (``_existing_or_conflict``), check ``reply_to``, insert under the next seq
@@ -202,11 +213,13 @@ def message_post(
         metadata=metadata or {},
         signal_type=signal_type,
     )
-    stored = _message_insert(message, client_id=message_id is not None, ts=ts)
-    if stored is not message:
-        return stored, False
+    inserted = _message_insert(message, client_id=message_id is not None, ts=ts, budget=budget)
+    if inserted[0] is not message:
+        return inserted[0], False
     channel.last_seq = message.seq
     _message_push(message, access_change=access_change)
+    if inserted[1] is not None and inserted[1].flagged_now:
+        _loop_suspected_post(message, inserted[1])
     return message, True
 
 
@@ -282,17 +295,20 @@ def _reply_to_check(channel: Channel, reply_to: int | None) -> None:
         )
 
 
-def _message_insert(message: Message, *, client_id: bool, ts: datetime | None) -> Message:
-    """Insert the message under the channel's next seq, with the sender's presence; returns the
-    message stored under its id: this one, or the first of a retry (``client_id``: the id is
-    the client's) that committed meanwhile."""
+def _message_insert(
+    message: Message, *, client_id: bool, ts: datetime | None, budget: bool
+) -> tuple[Message, LoopFlag | None]:
+    """Insert the message under the channel's next seq, with the sender's presence, counted by
+    the loop guard; returns the message stored under its id (this one, or the first of a retry,
+    ``client_id``: the id is the client's, that committed meanwhile) and what the guard did."""
+    flag: LoopFlag | None = None
     channel, sender = message.channel, message.sender
     try:
         # The savepoint lets a duplicate id undo the increment; a fresh uuid needs none.
         with transaction.atomic(savepoint=client_id):
             # First the sender's post budget (so an agent's posts in several channels lock
             # its bucket before any channel's counter); a retry's savepoint gives it back.
-            if message.sender_kind == Agent.Kind.AGENT:
+            if budget and message.sender_kind == Agent.Kind.AGENT:
                 rate_take(agent=sender)
             message.seq = _allocate_seq(channel.pk)
             if client_id and (
@@ -302,18 +318,50 @@ def _message_insert(message: Message, *, client_id: bool, ts: datetime | None) -
             # now, after the seq's row lock: the order of ts follows the order of seq
             message.ts = ts or timezone.now()
             message.json_size = message_json_size(message)
+            # Under the channel's row lock, as the seq: posts of a channel count in order.
+            flag = loop_guard_step(message, now=clock.now())
             row_insert(message)
             _presence_sent(message)
     except _ExistingId as exc:
-        return exc.message
+        return exc.message, None
     except IntegrityError:
         # The same id committed concurrently in another channel (no shared row lock).
         if client_id and (
             existing := _existing_or_conflict(message.id, channel=channel, sender=sender)
         ):
-            return existing
+            return existing, None
         raise
-    return message
+    return message, flag
+
+
+def _loop_suspected_post(message: Message, flag: LoopFlag) -> None:
+    """The loop guard's one audit message of a flag, from the sender whose post crossed the
+    threshold, outside its post budget; none in a direct channel (envelopes only)."""
+    channel = message.channel
+    suspected: Message | None = None
+    if channel.direct_pair is None:
+        config = loop_config()
+        payload = {
+            "run": flag.run,
+            "from_seq": flag.from_seq,
+            "to_seq": message.seq,
+            "threshold": config.messages if config else flag.run,
+            "window_seconds": config.seconds if config else None,
+            "cooldown_seconds": config.cooldown if config else None,
+            "refusing": bool(config and config.refuse),
+        }
+        subject = f"#{flag.from_seq}-#{message.seq}"
+        suspected, _ = message_post(
+            channel=channel,
+            sender=message.sender,
+            sender_kind=message.sender_kind,
+            title=audit_title(EVENT_LOOP_SUSPECTED, subject),
+            body=audit_body(payload),
+            status=EVENT_LOOP_SUSPECTED,
+            kind=Message.Kind.AUDIT,
+            budget=False,
+        )
+    loop_flag_record(channel_id=channel.pk, seq=suspected.seq if suspected else None)
 
 
 def _message_push(message: Message, *, access_change: bool) -> None:

@@ -293,7 +293,51 @@ def test_the_agents_page_shows_the_registry_with_stale_flagged(browser, team):
     assert page.locator("#agent-alice .presence .pill").inner_text() == "active"
     assert "claude-code · claude-sonnet-4.6" in page.locator("#agent-alice").inner_text()
     assert page.locator("#agent-bob .presence .pill").inner_text() == "stale"
-    assert page.locator("#agent-bob").get_attribute("class") == "stale"
+    assert "stale" in page.locator("#agent-bob").get_attribute("class").split()
     assert page.locator("#agent-carol .presence .pill").inner_text() == "idle"
     assert page.locator("#agent-ann .presence").inner_text().strip() == "—"
     _shots(page, "agents-presence")
+
+
+def test_sub_agents_show_under_their_parent_on_the_agents_and_channel_pages(browser, team):
+    live, token = team
+    for body in (
+        {"agent": "alice", "harness": "claude-code", "substrate": "claude-sonnet-4.6"},
+        {"agent": "alice.critic", "harness": "claude-code", "substrate": "claude-haiku-4.5"},
+        {"agent": "alice.critic.popper", "harness": "claude-code"},
+        {"harness": "claude-code", "substrate": "claude-sonnet-4.6", "conversation_id": "c-1"},
+    ):
+        r = httpx.post(f"{live.url}/api/v1/agents/register/", json=body, headers=auth(token))
+        assert r.status_code == 201, r.text
+    generated = r.json()["agent"]
+    acting = {**auth(token), "AgentChat-As": "alice.critic"}
+    r = httpx.post(
+        f"{live.url}/api/v1/channels/room/messages/", json={"title": "critique"}, headers=acting
+    )
+    assert r.status_code == 201, r.text
+    page = _signed_in(browser, live)
+    page.click("header nav >> text=Agents")
+    names = page.locator("table.agents tbody tr").evaluate_all("rows => rows.map(r => r.id)")
+    at = names.index("agent-alice")
+    assert names[at : at + 4] == [
+        "agent-alice",
+        f"agent-{generated}",  # alice.claude_… before alice.critic
+        "agent-alice.critic",
+        "agent-alice.critic.popper",
+    ]
+    assert page.locator("#agent-alice\\.critic").get_attribute("data-parent") == "alice"
+    popper = page.locator("#agent-alice\\.critic\\.popper")
+    assert popper.get_attribute("data-parent") == "alice.critic"
+    assert popper.locator(".presence .pill").inner_text() == "active"
+    # Indented under the parent: the name starts further right than the parent's.
+    left = [
+        page.locator(f"#{row.replace('.', chr(92) + '.')} td.who strong").bounding_box()["x"]
+        for row in (names[at], names[at + 2], names[at + 3])
+    ]
+    assert left[0] < left[1] < left[2], left
+    _shots(page, "agents-subagents")
+    page.goto(f"{live.url}/c/room/")
+    critic = page.locator("#member-alice\\.critic")
+    assert critic.get_attribute("data-parent") == "alice"
+    assert critic.locator(".pill").inner_text() == "active"
+    _shots(page, "channel-members")

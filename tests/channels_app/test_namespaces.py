@@ -15,6 +15,7 @@ import pytest
 from agentchat.asgi import application
 from agentchat.client import ops
 from agentchat.client.api import Client
+from agentchat.core.identity import registry as identity_registry
 from agentchat.core.identity import services as identity_services
 from agentchat.core.models import Agent
 from agentchat.relevance import is_relevant
@@ -125,7 +126,7 @@ def test_a_token_may_not_act_as_anyone_else(session, api_for, token_of, acting, 
 
 
 def test_an_agent_has_a_bounded_number_of_sub_agents(session, api_for, monkeypatch):
-    monkeypatch.setattr(identity_services, "SUBAGENTS_MAX", 2)
+    monkeypatch.setattr(identity_registry, "SUBAGENTS_MAX", 2)
     for name in ("alice.a", "alice.b"):
         assert as_(api_for("alice"), name).get("/api/v1/me/").json()["name"] == name
     r = as_(api_for("alice"), "alice.c").get("/api/v1/me/")

@@ -88,6 +88,7 @@ def test_the_families_are_derived_from_the_one_list():
     assert RESERVED_PREFIXES == (
         "channel.",
         "lease.",
+        "loop.",
         "path.lock.",
         "state.",
         "task.",

@@ -138,3 +138,35 @@ def test_an_import_gives_the_signals_back(scenario, tmp_path):
     # Imported signals are signals (unread for everyone: read markers are not in a folder).
     listed = scenario["bob"].get("/api/v1/channels/review/signals/").json()["signals"]
     assert [s["type"] for s in listed] == ["query", "warn", "ack", "inform"]
+
+
+def _tree(root) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.relative_to(root).parts[0].startswith(".agentchat")
+    }
+
+
+def test_read_markers_are_not_in_the_folder(scenario, tmp_path):
+    """Acknowledging signals (SignalRead) writes nothing a sync mirrors: the folder after more
+    acks is the folder before them, byte for byte, and no file names a read marker."""
+    from channels_app.models import SignalRead
+
+    before = tmp_path / "before"
+    folder_sync(root=before)
+    ids = scenario["ids"]
+    ok(scenario["alice"].post("/api/v1/channels/review/signals/ack/",
+                              {"ids": [ids["warn"], ids["sleep"]]}, format="json"))  # fmt: skip
+    ok(scenario["critic"].post("/api/v1/channels/review/signals/ack/",
+                               {"ids": [ids["delegate"]]}, format="json"))  # fmt: skip
+    assert SignalRead.objects.count() == 4
+    after = tmp_path / "after"
+    folder_sync(root=after)
+    assert _tree(after) == _tree(before)
+    # A sync of the first folder after the acks has nothing to write either.
+    report = folder_sync(root=before)
+    assert _tree(before) == _tree(after)
+    assert [one.written for one in report.channels] == [0]
+    for text in _tree(after).values():
+        assert b"read_at" not in text and b"signal_read" not in text.lower()

@@ -301,9 +301,10 @@ CHANNEL_CODES = ("CHANNEL_NOT_FOUND",)
 
 # Writes of a channel that post a message (a post, an event, the audit of a task, lock or
 # channel change) or take from it (a marker claim): the sender's post budget
-# (agentchat.core.identity.rates). Reads, acks, a lock check and recover-pending post nothing. A
-# direct channel (HTTP v1) takes envelopes only: any other write there is CHANNEL_DIRECT.
-POSTING_CODES = ("RATE_LIMITED", "CHANNEL_DIRECT")
+# (agentchat.core.identity.rates) and the loop guard (channels_app.services.loopguard). Reads,
+# acks, a lock check and recover-pending post nothing. A direct channel (HTTP v1) takes
+# envelopes only: any other write there is CHANNEL_DIRECT.
+POSTING_CODES = ("RATE_LIMITED", "LOOP_SUSPECTED", "CHANNEL_DIRECT")
 POSTING_METHODS = frozenset({"post", "put", "patch", "delete"})
 NOT_POSTING = ("/read/", "/ack/", "/locks/check/", "/recover-pending/")
 

@@ -59,6 +59,30 @@ from agentchat.relevance import in_namespace
 
 RUN_TOKEN_PREFIX = "rt_"
 _GENERATE_ATTEMPTS = 5
+# Sub-agents one agent may have (each made by a first request acting as it, or a registration
+# naming or generating one): a token cannot fill the agents table. Counted under the parent's
+# row lock (``subagent_make``), so concurrent first uses never pass it.
+SUBAGENTS_MAX = 256
+
+
+def subagent_make(parent: Agent, name: str) -> tuple[Agent, bool]:
+    """The agent ``name`` (a name under ``parent``, checked by the caller), made of kind agent
+    when it does not exist yet; whether it was made. The parent's sub-agents are counted and the
+    new one inserted under the parent's row lock (``SELECT … FOR UPDATE`` on PostgreSQL; the
+    write lock on SQLite), so of two requests making the 256th and 257th at once exactly one
+    wins. Raises SUBAGENTS_TOO_MANY."""
+    with write_atomic():
+        Agent.objects.select_for_update().filter(pk=parent.pk).values_list("pk").first()
+        existing = Agent.objects.filter(name=name).first()
+        if existing is not None:
+            return existing, False
+        if Agent.objects.filter(name__startswith=parent.name + ".").count() >= SUBAGENTS_MAX:
+            raise AppError(
+                "SUBAGENTS_TOO_MANY",
+                f"{parent.name!r} has {SUBAGENTS_MAX} sub-agents, as many as an agent may",
+                detail={"as": name, "agent": parent.name, "max": SUBAGENTS_MAX},
+            )
+        return Agent.objects.create(name=name, kind=Agent.Kind.AGENT), True
 
 
 def run_token_digest(raw: str) -> str:
@@ -152,7 +176,7 @@ def _not_human(agent: Agent) -> Agent:
 
 def _target_new(caller: Agent, *, harness: str, substrate: str, conversation_id: str) -> Agent:
     """A new sub-agent of the caller under a generated id (the EP's shape). Raises
-    RATE_LIMITED."""
+    RATE_LIMITED, SUBAGENTS_TOO_MANY."""
     for _ in range(_GENERATE_ATTEMPTS):
         name = agent_id_generate(
             parent=caller.name,
@@ -166,10 +190,8 @@ def _target_new(caller: Agent, *, harness: str, substrate: str, conversation_id:
                 f"{caller.name!r} is too long to hold a generated sub-agent id: name the agent",
                 detail={"field": "agent"},
             )
-        try:
-            with transaction.atomic():
-                made = Agent.objects.create(name=name, kind=Agent.Kind.AGENT)
-        except IntegrityError:
+        made, new = subagent_make(caller, name)
+        if not new:
             continue  # a name already made: draw another
         rate_take(agent=caller.name)
         return made
@@ -178,18 +200,15 @@ def _target_new(caller: Agent, *, harness: str, substrate: str, conversation_id:
 
 def _target(caller: Agent, name: str) -> Agent:
     """The agent ``name`` the caller registers as, made when it is new. Raises INVALID_NAME,
-    AGENT_OUTSIDE_NAMESPACE, RATE_LIMITED."""
+    AGENT_OUTSIDE_NAMESPACE, RATE_LIMITED, SUBAGENTS_TOO_MANY."""
     _own(caller, name)
     if name == caller.name:
         return _not_human(caller)
     agent = Agent.objects.filter(name=name).first()
     if agent is None:
-        try:
-            with transaction.atomic():
-                agent = Agent.objects.create(name=name, kind=Agent.Kind.AGENT)
+        agent, new = subagent_make(caller, name)
+        if new:
             rate_take(agent=caller.name)
-        except IntegrityError:  # made concurrently
-            agent = Agent.objects.get(name=name)
     return _not_human(agent)
 
 

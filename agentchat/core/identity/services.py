@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import threading
 from collections import OrderedDict
+from datetime import datetime
 from typing import Any, cast
 
 from django.conf import settings
@@ -13,7 +14,11 @@ from django.utils import timezone
 from agentchat.core.db.rows import RowSelect
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.identity.humans import human_agent
-from agentchat.core.identity.registry import heartbeat_due, heartbeat_write
+from agentchat.core.identity.registry import (
+    heartbeat_due,
+    heartbeat_write,
+    subagent_make,
+)
 from agentchat.core.identity.revocation import REVOCATIONS_GROUP, REVOKED_KIND
 from agentchat.core.live.push import push_on_commit
 from agentchat.core.models import Agent, ApiToken, Registration, token_digest, token_generate
@@ -25,9 +30,6 @@ from agentchat.relevance import in_namespace
 # The request header that names the sub-agent a token acts as (docs/signals.md): the token's
 # agent may act as any name under it with a dot, which needs no token of its own.
 ACTING_HEADER = "AgentChat-As"
-# Sub-agents one agent may have (each made by a first request acting as it): a token cannot
-# fill the agents table. Checked when one is made, so concurrent first uses may pass it by a few.
-SUBAGENTS_MAX = 256
 
 
 @write_atomic()
@@ -146,15 +148,15 @@ def _is_admin_digest(digest: str) -> bool:
 
 
 def agent_acting(agent: Agent, name: str | None) -> Agent:
-    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name``
-    is None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
+    """The agent a request authenticated as ``agent`` acts as: ``agent`` itself when ``name`` is
+    None or its own name, else its sub-agent ``name`` (IASP §2: ``alice``'s token acts as
     ``alice.critic`` or ``alice.critic.x``), whose Agent row is made on first use (at most
-    SUBAGENTS_MAX of them). A sub-agent's token never acts as its parent, nor any token as a
-    sibling. A sub-agent is always an agent, never a person: no token acts as a person's agent
-    that happens to be named under it (``carol.human``, a person's agent beside an agent
-    ``carol``), and a person's token makes sub-agents of kind agent, so that no one answers an
-    approval as a person through a header. Raises INVALID_NAME, ACTING_AS_FORBIDDEN,
-    SUBAGENTS_TOO_MANY."""
+    ``registry.SUBAGENTS_MAX`` of them: ``registry.subagent_make``). A sub-agent's token never
+    acts as its parent, nor any token as a sibling. A sub-agent is always an agent, never a
+    person: no token acts as a person's agent that happens to be named under it
+    (``carol.human``, a person's agent beside an agent ``carol``), and a person's token makes
+    sub-agents of kind agent, so that no one answers an approval as a person through a header.
+    Raises INVALID_NAME, ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY."""
     if name is None or name == agent.name:
         return agent
     check_agent_name(name, field=ACTING_HEADER)
@@ -167,7 +169,8 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
             f"of it ({agent.name}.<name>), not as {name!r}",
             detail={"as": name, "agent": agent.name},
         )
-    existing = Agent.objects.filter(name=name).first()
+    # Its registration comes along, for the request's heartbeat (``token_authenticate``).
+    existing = Agent.objects.filter(name=name).select_related("registration").first()
     if existing is not None and existing.kind != Agent.Kind.AGENT:
         raise AppError(
             "ACTING_AS_FORBIDDEN",
@@ -176,14 +179,13 @@ def agent_acting(agent: Agent, name: str | None) -> Agent:
         )
     if existing is not None:
         return existing
-    with write_atomic():
-        if Agent.objects.filter(name__startswith=agent.name + ".").count() >= SUBAGENTS_MAX:
-            raise AppError(
-                "SUBAGENTS_TOO_MANY",
-                f"{agent.name!r} has {SUBAGENTS_MAX} sub-agents, as many as an agent may",
-                detail={"as": name, "agent": agent.name, "max": SUBAGENTS_MAX},
-            )
-        sub, _ = Agent.objects.get_or_create(name=name, defaults={"kind": Agent.Kind.AGENT})
+    sub, _ = subagent_make(agent, name)
+    if sub.kind != Agent.Kind.AGENT:  # a person's agent made meanwhile under that name
+        raise AppError(
+            "ACTING_AS_FORBIDDEN",
+            f"{name!r} is a person's agent: no token acts as a person",
+            detail={"as": name, "agent": agent.name},
+        )
     return sub
 
 
@@ -231,7 +233,20 @@ def token_authenticate(
             if touch:
                 ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
                 Agent.objects.filter(pk=token.agent_id).update(last_seen=now)
-    return agent_acting(token.agent, acting), token
+    acting_agent = agent_acting(token.agent, acting)
+    if heartbeat and acting_agent is not token.agent:
+        _subagent_heartbeat(acting_agent, now=now)
+    return acting_agent, token
+
+
+def _subagent_heartbeat(sub: Agent, *, now: datetime) -> None:
+    """A request acting as a registered sub-agent is its heartbeat too (its parent's session
+    runs it), under the same rule: at most one write per agent per AGENTCHAT_HEARTBEAT_SECONDS.
+    Its registration came with its row (``agent_acting``); a sub-agent just made has none."""
+    registration = getattr(sub, "registration", None)
+    if registration is not None and heartbeat_due(sub.pk, registration.last_heartbeat, now=now):
+        with write_atomic():
+            heartbeat_write(sub.pk, now=now)
 
 
 def admin_token_authenticate(raw: str | None) -> None:

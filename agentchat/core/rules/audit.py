@@ -3,11 +3,12 @@
 Every audit message is posted through ``channels_app.services.audit_post``, which refuses an
 event that is not named here, so this list is every status the server's audit trail uses (the
 task and lease events of tasks_app, the path-lock events of locks_app, channels_app's
-``channel.updated`` and whiteboard writes, and the state's ``state.compacted``). A message
-posted by a client may not take one of them (``STATUS_RESERVED``): a reader of the channel, the
-reference CLI's readers and the state summary among them, would take it for the server's record
-of a change. HTTP v1's kinds (``ENVELOPE_STATUSES``: ``receipt``, ``contact.share``,
-``contact.upsert``) are reserved the same way, for the envelopes' messages.
+``channel.updated``, whiteboard writes and the loop guard's ``loop.suspected``, and the state's
+``state.compacted``). A message posted by a client may not take one of them
+(``STATUS_RESERVED``): a reader of the channel, the reference CLI's readers and the state
+summary among them, would take it for the server's record of a change. HTTP v1's kinds
+(``ENVELOPE_STATUSES``: ``receipt``, ``contact.share``, ``contact.upsert``) are reserved the
+same way, for the envelopes' messages.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ AUDIT_STATUSES: tuple[str, ...] = (
     # channels_app: the whiteboard (EP-0118)
     "whiteboard.written",
     "whiteboard.deleted",
+    # channels_app: the loop guard (agents answering each other without end)
+    "loop.suspected",
 )
 RESERVED = frozenset(AUDIT_STATUSES)
 

@@ -71,6 +71,13 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "the agent's post budget (AGENTCHAT_POST_RATE) is spent; retry after Retry-After seconds",
     ),
     (
+        "LOOP_SUSPECTED",
+        429,
+        "the channel is flagged for a suspected loop of agents answering each other "
+        "(AGENTCHAT_LOOP_GUARD_REFUSE): agents may post again once a human posts or after "
+        "Retry-After seconds",
+    ),
+    (
         "ACTING_AS_FORBIDDEN",
         403,
         "the AgentChat-As header names neither the token's agent nor one of its sub-agents "

@@ -86,3 +86,49 @@ def test_concurrent_heartbeats_of_several_processes_change_the_row_once(alice, c
         registry._written.clear()  # each a process of its own: none saw the others' write
         written.append(registry.heartbeat_write(agent_id, now=clock.current))
     assert written.count(True) == 1
+
+
+def acting_as(api, name):
+    api.credentials(**{**api._credentials, "HTTP_AGENTCHAT_AS": name})
+    return api
+
+
+def test_a_parent_token_acting_as_a_sub_agent_heartbeats_it_at_most_once(api_for, clock, settings):
+    settings.AGENTCHAT_HEARTBEAT_SECONDS = 5
+    parent = api_for("hera")
+    for name in ("hera", "hera.critic"):
+        answer = parent.post(
+            "/api/v1/agents/register/", {"harness": "h", "agent": name}, format="json"
+        )
+        assert answer.status_code == 201, answer.content
+    sub = acting_as(api_for("hera"), "hera.critic")
+    clock.advance(6)  # both heartbeats are due
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(30):
+            assert sub.get("/api/v1/me/").json()["name"] == "hera.critic"
+    # One write for the sub-agent the requests act as, one for the parent whose token runs them.
+    assert len(writes_of_registrations(queries.captured_queries)) == 2
+    beats = dict(Registration.objects.values_list("agent__name", "last_heartbeat"))
+    assert beats == {"hera": clock.current, "hera.critic": clock.current}
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(20):
+            clock.advance(0.2)  # 4 s: within the interval
+            sub.get("/api/v1/me/")
+    assert writes_of_registrations(queries.captured_queries) == []
+    clock.advance(1.5)
+    with CaptureQueriesContext(connection) as queries:
+        sub.get("/api/v1/me/")
+        sub.get("/api/v1/me/")
+    assert len(writes_of_registrations(queries.captured_queries)) == 2
+    assert Registration.objects.get(agent__name="hera.critic").last_heartbeat == clock.current
+
+
+def test_a_sub_agent_never_registered_gets_no_heartbeat_write(api_for, clock):
+    sub = acting_as(api_for("iris"), "iris.helper")
+    sub.get("/api/v1/me/")
+    clock.advance(10)
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(10):
+            sub.get("/api/v1/me/")
+    assert writes_of_registrations(queries.captured_queries) == []
+    assert not Registration.objects.exists()
