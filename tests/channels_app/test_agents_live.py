@@ -94,9 +94,10 @@ def test_fifty_concurrent_posts_against_a_limit_of_ten_accept_ten(transactional_
     _, reader = make_agent("reader")
     (server,) = _limited_servers(1, {})
     try:
-        # Channel creation posts no message: the whole budget is left for the flood.
+        # Another agent makes the channel (a creation takes from its creator's budget): the
+        # flooder's whole budget is left for the flood.
         r = httpx.post(
-            f"{server.url}/api/v1/channels/", json={"name": "flood"}, headers=auth(token)
+            f"{server.url}/api/v1/channels/", json={"name": "flood"}, headers=auth(reader)
         )
         assert r.status_code == 201, r.text
         _assert_limited(_post_together([server.url], token))
@@ -126,10 +127,11 @@ def test_the_limit_holds_across_two_processes_sharing_postgresql_and_redis(
     url = redis_url_for_tests()
     require_service("Redis", redis_reachable(url), f"no Redis at {url}")
     _, token = make_agent("flooder")
+    _, maker = make_agent("maker")
     servers = _limited_servers(2, {"REDIS_URL": url})
     try:
         r = httpx.post(
-            f"{servers[0].url}/api/v1/channels/", json={"name": "flood"}, headers=auth(token)
+            f"{servers[0].url}/api/v1/channels/", json={"name": "flood"}, headers=auth(maker)
         )
         assert r.status_code == 201, r.text
         _assert_limited(_post_together([s.url for s in servers], token))

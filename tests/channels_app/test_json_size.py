@@ -81,9 +81,6 @@ def test_only_a_small_message_rides_its_ring(channel, monkeypatch):
         services.claims, "push_on_commit", lambda group, event: events.append(event)
     )
     monkeypatch.setattr(
-        services.imports, "push_on_commit", lambda group, event: events.append(event)
-    )
-    monkeypatch.setattr(
         services.messages, "push_on_commit", lambda group, event: events.append(event)
     )
     message_post(channel=channel, sender="alice", title="small")

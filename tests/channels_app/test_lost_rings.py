@@ -34,7 +34,6 @@ class Rings:
 
         monkeypatch.setattr(services.channels, "push_on_commit", maybe)
         monkeypatch.setattr(services.claims, "push_on_commit", maybe)
-        monkeypatch.setattr(services.imports, "push_on_commit", maybe)
         monkeypatch.setattr(services.messages, "push_on_commit", maybe)
 
 

@@ -328,7 +328,6 @@ def test_a_parked_wait_gets_a_change_that_leaves_it_a_member(pair, reads, change
 def rings_lost(monkeypatch):
     monkeypatch.setattr(services.channels, "push_on_commit", lambda group, event: None)
     monkeypatch.setattr(services.claims, "push_on_commit", lambda group, event: None)
-    monkeypatch.setattr(services.imports, "push_on_commit", lambda group, event: None)
     monkeypatch.setattr(services.messages, "push_on_commit", lambda group, event: None)
 
 
