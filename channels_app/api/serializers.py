@@ -401,6 +401,9 @@ class ApprovalOutput(serializers.Serializer):
 class ApprovalListOutput(serializers.Serializer):
     approvals = ApprovalOutput(many=True)
     more = serializers.BooleanField()
+    next = serializers.CharField(
+        required=False, help_text="present when `more`: pass it as `after` for the next page"
+    )
 
 
 class SearchOutput(serializers.Serializer):
