@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agentchat.core.rules.errors import AppError
-
 from channels_app.approval_rule import REQUEST_QUERY, deciding_answers
 from channels_app.budget import messages_within
 from channels_app.models import Channel, Message

@@ -448,7 +448,11 @@ class ApprovalsApi(APIView):
         openapi.limit_parameter(approvals.APPROVALS_MAX, "at most this many (default 100)"),
         OpenApiParameter(
             "after",
-            {"type": "string", "pattern": approvals.CURSOR_PATTERN, "maxLength": approvals.CURSOR_MAX},
+            {
+                "type": "string",
+                "pattern": approvals.CURSOR_PATTERN,
+                "maxLength": approvals.CURSOR_MAX,
+            },
             description="start after this cursor (exclusive): the previous page's `next`",
         ),
     )
