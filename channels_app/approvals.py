@@ -10,10 +10,13 @@ entries, not their bodies: ``limit=1`` over 300 requests of 400 KB reads one bod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from agentchat.core.rules.errors import AppError
 from channels_app.approval_rule import REQUEST_QUERY, deciding_answers
 from channels_app.budget import messages_within
 from channels_app.models import Channel, Message
@@ -21,6 +24,31 @@ from channels_app.selectors import channels_visible_to
 
 APPROVALS_MAX = 1000
 APPROVAL_OVERHEAD = 256  # an approval's record beyond its request's JSON (a name at most)
+
+# A page's cursor (``next``, given back as ``?after=``): the last request's ts in microseconds
+# since the epoch and its id, ``<micros>~<id>``; the list's order is (ts, id).
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CURSOR_PATTERN = r"^(-?[0-9]{1,18})~([A-Za-z0-9._:-]{1,128})$"
+_CURSOR = re.compile(CURSOR_PATTERN)
+CURSOR_MAX = 1 + 18 + 1 + 128
+
+
+def approval_cursor(request: Message) -> str:
+    """The cursor that continues the list after ``request``."""
+    return f"{(request.ts - _EPOCH) // timedelta(microseconds=1)}~{request.pk}"
+
+
+def cursor_parse(raw: str) -> tuple[datetime, str]:
+    """A cursor's (ts, id). Raises INVALID_VALUE."""
+    found = _CURSOR.fullmatch(raw)
+    try:
+        if found is not None:
+            return _EPOCH + timedelta(microseconds=int(found[1])), found[2]
+    except OverflowError:
+        pass  # beyond the years a datetime holds
+    raise AppError(
+        "INVALID_VALUE", "after must be a previous page's next", detail={"field": "after"}
+    )
 
 
 def _pending(viewer: str, channel: Channel | None) -> QuerySet[Message]:
@@ -39,11 +67,16 @@ def approvals_pending(
     limit: int = APPROVALS_MAX,
     channel: Channel | None = None,
     max_bytes: int | None = None,
+    after: str | None = None,
 ) -> tuple[list[Message], bool]:
     """The pending requests ``viewer`` may see (of ``channel``, which the caller looked up as
-    ``viewer``, or of every channel), oldest first, at most ``limit`` and about ``max_bytes``
-    (AGENTCHAT_READ_MAX_BYTES) of JSON, at least one; and whether more remain."""
+    ``viewer``, or of every channel), oldest first, after the cursor ``after`` (a previous
+    page's ``approval_cursor``; INVALID_VALUE when malformed), at most ``limit`` and about
+    ``max_bytes`` (AGENTCHAT_READ_MAX_BYTES) of JSON, at least one; and whether more remain."""
     rows = _pending(viewer, channel).order_by("ts", "id")
+    if after:
+        ts, pk = cursor_parse(after)
+        rows = rows.filter(Q(ts__gt=ts) | Q(ts=ts, id__gt=pk))
     # A record wraps the request with its maintainer: {"request": …, "maintainer": …}.
     return messages_within(rows, limit=limit, max_bytes=max_bytes, overhead=APPROVAL_OVERHEAD)
 

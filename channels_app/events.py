@@ -276,6 +276,18 @@ def event_visible_check(event: Mapping[str, Any]) -> None:
             text_check(value, field=name, visible=True)
 
 
+def event_one_line_check(event: Mapping[str, Any]) -> None:
+    """Refuse, with EVENT_INVALID_TEXT, an event whose harness or detail holds a line or
+    paragraph separator (U+2028, U+2029), which the schema's control ranges leave out but which
+    break a one-line field as a newline does. Checked where the server takes an event (a post),
+    not on an import: the reference writes such events, and every folder it writes imports."""
+    for name in ("harness", "detail"):
+        if isinstance(value := event.get(name), str):
+            text_check(
+                value, field=name, code="EVENT_INVALID_TEXT", single_line=True, visible=False
+            )
+
+
 def event_build(
     *,
     type: object,
@@ -347,7 +359,7 @@ def event_request_parse(body: Mapping[str, object], *, agent: str) -> EventReque
     """A post's request (its JSON object) as an event of ``agent``, or the reference's first
     violation: the request's fields judged as ``event_validate`` judges an event, in the
     reference's order (a field beside ``REQUEST_FIELDS`` is unknown at its place in it; None
-    is an omitted field), then ``event_visible_check``.
+    is an omitted field), then ``event_one_line_check`` and ``event_visible_check``.
 
     Raises the codes of ``event_validate``, FIELD_TOO_LARGE, INVISIBLE_CHARACTER."""
     event = event_validate(
@@ -362,6 +374,7 @@ def event_request_parse(body: Mapping[str, object], *, agent: str) -> EventReque
         ),
         extra_unknown=[str(name) for name in body if name not in REQUEST_FIELDS],
     )
+    event_one_line_check(event)
     event_visible_check(event)
     return EventRequest(
         type=event["event"],

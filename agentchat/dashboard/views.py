@@ -35,7 +35,7 @@ from channels_app.approval_rule import (
     may_decide,
     same_namespace,
 )
-from channels_app.approvals import approvals_pending, approvals_pending_among
+from channels_app.approvals import approval_cursor, approvals_pending, approvals_pending_among
 from channels_app.models import Channel, Message
 from channels_app.presence import presence_seen_by
 from channels_app.search import messages_search
@@ -437,12 +437,21 @@ ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
 @heavy_page
 def approvals(request: SignedInRequest) -> HttpResponse:
     """The pending approval requests across the channels I may see (or of ``?channel=``), each
-    with Approve and Reject (and an optional comment)."""
+    with Approve and Reject (and an optional comment), a page at a time (``?after=``, the
+    previous page's cursor)."""
     agent = human_agent(request.user)
     channel = None
     if "channel" in request.GET:
         agent, channel = _channel_or_404(request, request.GET["channel"])
-    pending, more = approvals_pending(viewer=agent.name, limit=PAGE_MESSAGES * 4, channel=channel)
+    try:
+        pending, more = approvals_pending(
+            viewer=agent.name,
+            limit=PAGE_MESSAGES * 4,
+            channel=channel,
+            after=request.GET.get("after") or None,
+        )
+    except AppError as exc:
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
     shown = []
     bodies = Bodies()
     for message in pending:
@@ -467,6 +476,7 @@ def approvals(request: SignedInRequest) -> HttpResponse:
             "agent": agent,
             "pending": shown,
             "more": more,
+            "next": approval_cursor(pending[-1]) if more and pending else None,
             "channel": channel,
             "budget_used": bodies.used_up,
         },

@@ -150,7 +150,7 @@ def meta_parse(data: Any, *, channel: str, where: str) -> Meta:
             raise invalid("created must be an ISO-8601 time with an explicit UTC offset")
     try:
         return Meta(
-            topic=topic_check(data.get("topic", "")),
+            topic=topic_check(data.get("topic", ""), imported=True),
             members=members_normalize(members),
             visibility=visibility_check(data.get("visibility", Channel.Visibility.OPEN)),
             created_at=created_at,

@@ -120,7 +120,13 @@ class ChannelCreateInput(StrictSerializer):
         "trailing dot)",
     )
     topic = StrictCharField(
-        required=False, allow_blank=True, trim_whitespace=False, default="", max_length=TOPIC_MAX
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        default="",
+        max_length=TOPIC_MAX,
+        openapi=openapi.one_line(max_length=TOPIC_MAX),
+        help_text="one line, like a title (no control character or line separator)",
     )
     members = StrictListField(
         child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
@@ -136,7 +142,12 @@ class ChannelCreateInput(StrictSerializer):
 
 class ChannelUpdateInput(StrictSerializer):
     topic = StrictCharField(
-        required=False, allow_blank=True, trim_whitespace=False, max_length=TOPIC_MAX
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=TOPIC_MAX,
+        openapi=openapi.one_line(max_length=TOPIC_MAX),
+        help_text="one line, like a title (no control character or line separator)",
     )
     members = StrictListField(
         child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
@@ -287,8 +298,9 @@ _IDENTITY = {
     "type": "string",
     "minLength": 1,
     # Neither '.' nor '_' first (so neither '.' nor '..'); no control character, '/', '\', ':'.
-    "pattern": r"^(?![._])[^\x00-\x1f\x7f-\x9f/\\:]+$",
-    "description": "non-empty; no control character (U+0000-U+001F, U+007F-U+009F), '/', "
+    "pattern": r"^(?![._])[^\x00-\x1f\x7f-\x9f\u2028\u2029/\\:]+$",
+    "description": "non-empty; no control character (U+0000-U+001F, U+007F-U+009F), line or "
+    "paragraph separator (U+2028, U+2029), '/', "
     "'\\' or ':'; not starting with '.' or '_' (else 400 EVENT_INVALID_TEXT)",
 }
 EVENT_POST_SCHEMA = {
@@ -320,8 +332,9 @@ EVENT_POST_SCHEMA = {
                 "status": {"type": "string", "enum": list(events.STATUSES)},
                 "detail": {
                     "type": "string",
-                    "pattern": r"^[^\x00-\x1f\x7f-\x9f]*$",
-                    "description": "free text without control characters; may be empty",
+                    "pattern": r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$",
+                    "description": "one line of free text without control characters or line "
+                    "separators (U+2028, U+2029); may be empty",
                 },
             },
             "required": ["type", "harness", "status"],
@@ -401,6 +414,9 @@ class ApprovalOutput(serializers.Serializer):
 class ApprovalListOutput(serializers.Serializer):
     approvals = ApprovalOutput(many=True)
     more = serializers.BooleanField()
+    next = serializers.CharField(
+        required=False, help_text="present when `more`: pass it as `after` for the next page"
+    )
 
 
 class SearchOutput(serializers.Serializer):

@@ -441,16 +441,34 @@ class ApprovalsApi(APIView):
             "than the requester — the channel's maintainer when the channel names one. Any "
             "other answer is a comment. Oldest first, at most `limit` and about "
             "AGENTCHAT_READ_MAX_BYTES of JSON (always at least one); `more` says the page was "
-            "cut."
+            "cut, and `next` (only then) is the cursor to pass as `after` for the next page."
         ),
     )
     @query_parameters(
-        openapi.limit_parameter(approvals.APPROVALS_MAX, "at most this many (default 100)")
+        openapi.limit_parameter(approvals.APPROVALS_MAX, "at most this many (default 100)"),
+        OpenApiParameter(
+            "after",
+            {
+                "type": "string",
+                "pattern": approvals.CURSOR_PATTERN,
+                "maxLength": approvals.CURSOR_MAX,
+            },
+            description="start after this cursor (exclusive): the previous page's `next`",
+        ),
     )
     def get(self, request: AgentRequest) -> Response:
         limit = limit_param(request, maximum=approvals.APPROVALS_MAX, default=100)
-        pending, more = approvals.approvals_pending(viewer=request.user.name, limit=limit)
-        return Response({"approvals": [records.approval_to_dict(m) for m in pending], "more": more})
+        after = request.query_params.get("after") or None
+        pending, more = approvals.approvals_pending(
+            viewer=request.user.name, limit=limit, after=after
+        )
+        answer: dict[str, object] = {
+            "approvals": [records.approval_to_dict(m) for m in pending],
+            "more": more,
+        }
+        if more and pending:
+            answer["next"] = approvals.approval_cursor(pending[-1])
+        return Response(answer)
 
 
 class SearchApi(APIView):

@@ -43,10 +43,16 @@ def members_normalize(members: Iterable[str]) -> list[str]:
     return result
 
 
-def topic_check(topic: object) -> str:
-    """Raises INVALID_VALUE (also over TOPIC_MAX characters), FIELD_TOO_LARGE,
-    INVISIBLE_CHARACTER (a topic may span lines, but is a title of sorts)."""
-    return text_check(topic, field="topic", max_chars=TOPIC_MAX, visible=True)
+def topic_check(topic: object, *, imported: bool = False) -> str:
+    """Raises INVALID_VALUE (also over TOPIC_MAX characters; a control character, a line or
+    paragraph separator: a topic is one line, like a title), FIELD_TOO_LARGE,
+    INVISIBLE_CHARACTER. An ``imported`` topic (a reference folder's ``_meta.json``: the
+    reference CLI writes any ``--topic`` it is given, newlines and escapes too) may span lines
+    and hold control characters, so that every folder the reference writes imports; it is
+    still visible text."""
+    return text_check(
+        topic, field="topic", max_chars=TOPIC_MAX, single_line=not imported, visible=True
+    )
 
 
 def roster_check(*, visibility: str, members: list[str]) -> None:

@@ -100,7 +100,7 @@ def channel_import(
     The members of a members-only channel are made agents when missing (without tokens):
     its roster is who may see it, and it must name an agent (``roster_check``)."""
     check_channel_name(name)
-    topic_check(topic)
+    topic_check(topic, imported=True)
     members = members_normalize(members)
     visibility_check(visibility)
     with write_atomic():
