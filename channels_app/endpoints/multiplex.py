@@ -101,16 +101,7 @@ def _command_parse(message: dict[str, Any]) -> tuple[str, str, int | None]:
         raise AppError("INVALID_JSON", "a frame is a JSON object")
     if "kind" in command:
         raise _InboxFrame(command)
-    if "op" not in command:
-        raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
-    op = command["op"]
-    if not isinstance(op, str) or op not in _COMMAND_FIELDS:
-        raise AppError(
-            "INVALID_VALUE",
-            "op must be subscribe or unsubscribe",
-            detail={"field": "op", "allowed": sorted(_COMMAND_FIELDS)},
-        )
-    frame_fields_check(command, _COMMAND_FIELDS[op])
+    op = _op_checked(command, _COMMAND_FIELDS)
     if "channel" not in command:
         raise AppError("MISSING_FIELD", "channel is required", detail={"field": "channel"})
     channel = command["channel"]
@@ -346,16 +337,7 @@ def _inbox_command_parse(command: dict[str, Any]) -> tuple[str, int | None]:
         raise AppError(
             "INVALID_VALUE", "kind must be inbox", detail={"field": "kind", "allowed": ["inbox"]}
         )
-    if "op" not in command:
-        raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
-    op = command["op"]
-    if not isinstance(op, str) or op not in _INBOX_FIELDS:
-        raise AppError(
-            "INVALID_VALUE",
-            "op must be subscribe or unsubscribe",
-            detail={"field": "op", "allowed": sorted(_INBOX_FIELDS)},
-        )
-    frame_fields_check(command, _INBOX_FIELDS[op])
+    op = _op_checked(command, _INBOX_FIELDS)
     since = command.get("since")
     if since is not None and (type(since) is not int or not 0 <= since <= SEQ_MAX):
         raise AppError(
@@ -432,3 +414,19 @@ async def _inbox_follow(
     finally:
         if not answered.done():
             answered.set_result(None)
+
+
+def _op_checked(command: dict[str, Any], fields: dict[str, Any]) -> str:
+    """The frame's ``op``, one of ``fields``' keys, with the frame holding only that op's
+    fields. Raises MISSING_FIELD, INVALID_VALUE, and what ``frame_fields_check`` raises."""
+    if "op" not in command:
+        raise AppError("MISSING_FIELD", "op is required", detail={"field": "op"})
+    op = command["op"]
+    if not isinstance(op, str) or op not in fields:
+        raise AppError(
+            "INVALID_VALUE",
+            "op must be subscribe or unsubscribe",
+            detail={"field": "op", "allowed": sorted(fields)},
+        )
+    frame_fields_check(command, fields[op])
+    return op
