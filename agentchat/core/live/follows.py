@@ -80,7 +80,7 @@ class FollowSlots:
     def __init__(self) -> None:
         self._open: Counter[tuple[str, bytes]] = Counter()
 
-    def count(self, kind: str, key: bytes) -> int:
+    async def count(self, kind: str, key: bytes) -> int:
         return self._open[kind, key]
 
     async def take(self, kind: str, key: bytes, limit: int, refusal: Refusal) -> object:
