@@ -75,9 +75,7 @@ async def _frame(client: WebsocketCommunicator) -> dict:
 
 @pytest.mark.django_db(transaction=True)  # the reads run on the pools: committed rows
 @pytest.mark.parametrize("acting", [None, "bob.sub"])
-def test_a_websockets_replay_waits_its_agents_turn_at_the_gate_while_a_post_commits(
-    replay, acting
-):
+def test_a_websockets_replay_waits_its_agents_turn_at_the_gate_while_a_post_commits(replay, acting):
     channel, token, heavy_calls = replay
     key = b"a%d" % Agent.objects.get(name="bob").pk  # the lane's key, a sub-agent's too
     headers = HOST + ([(b"agentchat-as", acting.encode())] if acting else [])

@@ -19,6 +19,7 @@ def still_serving(port: int) -> None:
     answer, _ = exchange(port, head)
     assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]  # the application's answer
 
+
 GET = b"GET /api/v1/channels/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 UPGRADE = (
     b"GET /ws/channels/ HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
