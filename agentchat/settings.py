@@ -223,13 +223,27 @@ if not AGENTCHAT_STREAM_MAX_CHANNELS > 0:
 AGENTCHAT_SSE_HEARTBEAT_SECONDS = float(os.environ.get("AGENTCHAT_SSE_HEARTBEAT_SECONDS", "15"))
 if not AGENTCHAT_SSE_HEARTBEAT_SECONDS > 0:
     raise ImproperlyConfigured("AGENTCHAT_SSE_HEARTBEAT_SECONDS must be a number of seconds > 0")
-# How many live follows (Server-Sent Events) of the inbox one agent may hold open at once in a
-# process, whichever of its tokens they come with; and the admin monitor's follows, all told.
-# One more is answered 429 SSE_TOO_MANY_FOLLOWS before its stream starts.
+# How many live follows (Server-Sent Events) of the inbox one agent may hold open at once,
+# whichever of its tokens they come with; and the admin monitor's follows, all told. One more is
+# answered 429 SSE_TOO_MANY_FOLLOWS before its stream starts. The websockets (/ws/channels/…)
+# one agent (or signed-in person) may hold open at once: one more gets an error frame
+# (STREAM_TOO_MANY_CONNECTIONS) and the close 4429. With REDIS_URL the counts hold across the
+# server's processes (agentchat.core.live.follows): each open one holds a place in Redis that
+# its process renews; a place whose process died is free again after AGENTCHAT_FOLLOW_SLOT_SECONDS.
 AGENTCHAT_SSE_MAX_PER_AGENT = int(os.environ.get("AGENTCHAT_SSE_MAX_PER_AGENT", "8"))
 AGENTCHAT_SSE_MAX_MONITOR = int(os.environ.get("AGENTCHAT_SSE_MAX_MONITOR", "2"))
-if not (AGENTCHAT_SSE_MAX_PER_AGENT > 0 and AGENTCHAT_SSE_MAX_MONITOR > 0):
-    raise ImproperlyConfigured("AGENTCHAT_SSE_MAX_PER_AGENT and _MONITOR must be integers > 0")
+AGENTCHAT_WS_MAX_PER_AGENT = int(os.environ.get("AGENTCHAT_WS_MAX_PER_AGENT", "16"))
+AGENTCHAT_FOLLOW_SLOT_SECONDS = float(os.environ.get("AGENTCHAT_FOLLOW_SLOT_SECONDS", "30"))
+if not (
+    AGENTCHAT_SSE_MAX_PER_AGENT > 0
+    and AGENTCHAT_SSE_MAX_MONITOR > 0
+    and AGENTCHAT_WS_MAX_PER_AGENT > 0
+):
+    raise ImproperlyConfigured(
+        "AGENTCHAT_SSE_MAX_PER_AGENT, _SSE_MAX_MONITOR and _WS_MAX_PER_AGENT must be integers > 0"
+    )
+if not AGENTCHAT_FOLLOW_SLOT_SECONDS >= 1:
+    raise ImproperlyConfigured("AGENTCHAT_FOLLOW_SLOT_SECONDS must be a number of seconds >= 1")
 # How often each process looks up the tokens of its open waits and websockets, so that a
 # revocation made elsewhere (a command, another process without Redis) ends them in seconds.
 AGENTCHAT_REVOCATION_CHECK_SECONDS = float(

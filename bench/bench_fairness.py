@@ -15,7 +15,9 @@ each looping another kind, four agents beside a victim whose own peek is a megab
 approvals hog (``--only approvals``: ``--approvals`` pending requests of ``--approval-bytes`` in
 ``asks``; agent ``hog`` loops GET approvals/, ``limit=1`` and whole, while a signed-in person
 loops the dashboard's /help/ and /approvals/: every page counts the pending requests for its
-navigation), and the dashboard hog (``--only dashboard``): three signed-in people (a browser
+navigation), the websocket hog (``--only ws``: one agent's 16 websockets, the per-agent
+cap, each replaying ``fat`` from seq 0 to its end, again and again), and the dashboard hog
+(``--only dashboard``): three signed-in people (a browser
 session each) loading the state page of ``fatstate``, 80 decisions of 500 KB (a 41 MB summary).
 The approvals' and the dashboard's channels are filled only when their scenarios run.
 Prints, per hog, the victim's post and peek p50/p95/p99 without and with the hog, the hog's
@@ -126,6 +128,8 @@ MIX = (STATE_MD, SEARCH_ALL, PEEK_FAT, TASK_LIST)
 PEEK_SMALL = "/api/v1/channels/quiet/messages/?limit=20"
 PAGE_SESSIONS = 3  # people loading the dashboard hog's page at once, each signed in
 APPROVALS_LABEL = "approvals hog"
+WS_LABEL = "ws replay"
+WS_SOCKETS = 16  # AGENTCHAT_WS_MAX_PER_AGENT's default: what one agent may hold open
 
 
 def rotated(i: int) -> list[Request]:
@@ -151,6 +155,11 @@ SCENARIOS: tuple[tuple[str, list[Client], str], ...] = (
             ("hog", 1, [("GET", "/api/v1/approvals/"), ("GET", "/api/v1/approvals/?limit=1")]),
             ("person0", 0, [("PAGE", "/help/"), ("PAGE", "/approvals/")]),
         ],
+        PEEK_SMALL,
+    ),
+    (  # one agent's websockets replaying the fat channel from seq 0, again and again
+        f"{WS_LABEL}: 1 agent x {WS_SOCKETS} websockets replay fat from 0",
+        [("hog", i % 4, [("WS", "/ws/channels/fat/?since=0")]) for i in range(WS_SOCKETS)],
         PEEK_SMALL,
     ),
     (  # a person's "agent" is their user name, signed in through the form
@@ -196,6 +205,31 @@ def victim_loop(url: str, token: str, seconds: float, peek: str) -> dict[str, li
     return times
 
 
+def ws_replays(
+    url: str, token: str, path: str, stop: threading.Event, out: dict, started: threading.Event
+) -> None:
+    """Replay ``path`` (a channel's websocket from seq 0) to its last message, again and
+    again: each whole replay counts as one request."""
+    import asyncio
+
+    import websockets
+
+    async def loop() -> None:
+        ws_url = url.replace("http://", "ws://") + path + f"&token={token}"
+        while not stop.is_set():
+            begun, size, frames = time.perf_counter(), 0, 0
+            async with websockets.connect(ws_url, max_size=None) as ws:
+                while frames < 1000:  # the fat channel's messages
+                    size += len(await ws.recv())
+                    frames += 1
+            out["times"].append(time.perf_counter() - begun)
+            out["codes"]["ws"] += 1
+            out["bytes"] = max(out["bytes"], size)
+            started.set()
+
+    asyncio.run(loop())
+
+
 def hog_loop(
     url: str,
     token: str,
@@ -204,6 +238,9 @@ def hog_loop(
     out: dict,
     started: threading.Event,
 ) -> None:
+    if requests[0][0] == "WS":
+        ws_replays(url, token, requests[0][1], stop, out, started)
+        return
     headers = {"Authorization": f"Bearer {token}"}
     paging = requests[0][0] == "PAGE"  # then ``token`` names the person signed in
     client = (

@@ -38,6 +38,7 @@ from agentchat.core.identity.revocation import (
     credentials_gone,
     token_watch,
 )
+from agentchat.core.live.follows import heavy_read
 from agentchat.core.live.layer import inbox_close
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.rules.errors import AppError
@@ -89,7 +90,7 @@ def _revoked(credential: Credential) -> AppError:
     return _token_revoked()
 
 
-def _messages_for(credential: Credential | None, **read: Any) -> list[Any]:
+def _messages_for(*, credential: Credential | None, **read: Any) -> list[Any]:
     """``messages_after_visible``, then (in the same database turn, after the read) whether the
     credential still authenticates: what a revocation committed before the check would hide is
     never read by then, so a batch read here holds only messages that were posted before it.
@@ -352,10 +353,12 @@ class MessageStream:
 
     It yields a message carried by its ring when it is the next one, and reads the database
     (``STREAM_BATCH`` messages at a time) to replay, to fill a gap a lost ring left, or for a
-    message too big to ride along; a sweep every AGENTCHAT_STREAM_SWEEP_SECONDS finds a lost
-    last message that no later ring would reveal. It produces only as fast as it is iterated:
-    a live endpoint that waits for its client holds at most one batch, whatever the backlog.
-    Never moves a cursor.
+    message too big to ride along: each such read as a peek runs (``heavy_read``: in the turn
+    of ``gate_key``, the viewer's agent, at the heavy gate, on the heavy pool, within the work
+    budget), so that many streams replaying a long history never hold the threads posts need;
+    a sweep every AGENTCHAT_STREAM_SWEEP_SECONDS finds a lost last message that no later ring
+    would reveal. It produces only as fast as it is iterated: a live endpoint that waits for its
+    client holds at most one batch, whatever the backlog. Never moves a cursor.
     """
 
     def __init__(
@@ -365,10 +368,13 @@ class MessageStream:
         viewer: str,
         sweep_seconds: float | None = None,
         credential: Credential | None = None,
+        gate_key: bytes | None = None,
     ) -> None:
         self.channel = channel
         self.viewer = viewer
         self.credential = credential
+        # The viewer's key at the heavy gate (``websocket_principal``'s); by name without one.
+        self.gate_key = gate_key or b"viewer:" + viewer.encode("utf-8", "surrogatepass")
         self.position = 0  # the last seq yielded (or the starting point)
         self.known_last = 0  # the highest seq known to exist
         # Messages carried by rings, each with the count of rings when it came.
@@ -440,9 +446,10 @@ class MessageStream:
                 return self._advance(message)
             if self.known_last >= following:
                 rings = self._rings
-                rows = await run_db(
+                rows = await heavy_read(
+                    self.gate_key,
                     _messages_for,
-                    self.credential,
+                    credential=self.credential,
                     channel=self.channel,
                     viewer=self.viewer,
                     after=self.position,
@@ -489,6 +496,7 @@ async def message_stream(
     sweep_seconds: float | None = None,
     credential: Credential | None = None,
     watch: bool = True,
+    gate_key: bytes | None = None,
 ) -> AsyncIterator[MessageStream]:
     """``async with message_stream(channel=…, viewer=…, since=…) as stream:`` a live
     ``MessageStream`` for ``viewer`` from ``since`` (None: from now on).
@@ -509,7 +517,11 @@ async def message_stream(
     inbox = await layer.new_channel()
     group = channel_group(channel.pk)
     stream = MessageStream(
-        channel=channel, viewer=viewer, sweep_seconds=sweep_seconds, credential=credential
+        channel=channel,
+        viewer=viewer,
+        sweep_seconds=sweep_seconds,
+        credential=credential,
+        gate_key=gate_key,
     )
     tasks: list[asyncio.Future[Any]] = []
     try:

@@ -35,7 +35,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from agentchat.core.db.heavy import budget_check, heavy_gate, work_budget
+from agentchat.core.db.heavy import budget_check, heavy_gate, person_key, work_budget
 from agentchat.core.db.transactions import run_db_heavy
 from agentchat.core.identity.humans import human_agent
 from agentchat.core.rules.errors import AppError
@@ -45,8 +45,8 @@ from agentchat.state.bounded import text_cut
 # One heavy page at a time per signed-in person, as the API lane's gate does per token.
 def page_key(user_pk: int) -> bytes:
     """The heavy gate's key of a signed-in person's pages (the API's keys are ``a<id>`` and
-    digests: never this)."""
-    return f"user:{user_pk}".encode()
+    digests: never this): ``person_key``, the key of their websockets' reads too."""
+    return person_key(user_pk)
 
 
 # A body in a list (a channel's page, search, approvals, the live fragment) shows at most this

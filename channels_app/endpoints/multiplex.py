@@ -27,6 +27,7 @@ from channels_app.endpoints.shared import (
     _handshake,
     _stream_run,
     _TooSlow,
+    connection_slot,
     frame_fields_check,
 )
 from channels_app.live import message_stream, tasks_end
@@ -69,9 +70,13 @@ class MultiplexEndpoint:
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         handshake = await _handshake(scope, receive, send, MUX_PARAMETERS)
-        if handshake is not None:
-            principal, credential = handshake
-            await _Multiplexed(scope, send, viewer=principal).run(receive, credential=credential)
+        if handshake is None:
+            return
+        principal, credential, key = handshake
+        async with connection_slot(send, key) as placed:
+            if placed:
+                connection = _Multiplexed(scope, send, viewer=principal, key=key)
+                await connection.run(receive, credential=credential)
 
 
 SEQ_MAX = 2**63 - 1
@@ -121,8 +126,9 @@ class _Multiplexed:
     """One multiplexed connection: its subscriptions (a task each, by channel name as the
     client spelled it), its send window and what ends it."""
 
-    def __init__(self, scope: dict[str, Any], send: Send, *, viewer: str) -> None:
+    def __init__(self, scope: dict[str, Any], send: Send, *, viewer: str, key: bytes) -> None:
         self.credential: Credential | None = None  # set by run()
+        self.key = key  # the viewer's at the heavy gate
         self.window = SendWindow(scope)
         self.send = send
         self.viewer = viewer
@@ -298,6 +304,7 @@ class _Multiplexed:
                 since=since,
                 credential=self.credential,
                 watch=False,
+                gate_key=self.key,
             ) as stream:
                 await self._text(
                     {

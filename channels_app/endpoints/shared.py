@@ -8,8 +8,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, Collection
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
+from typing import Any, NamedTuple
 
 from django.conf import settings
 
@@ -18,6 +18,7 @@ from agentchat.core.http.asgi_http import Receive, Send, request_check
 from agentchat.core.http.query import names_check, query_check
 from agentchat.core.http.scope import scope_query, websocket_principal
 from agentchat.core.identity.revocation import Credential
+from agentchat.core.live.follows import follow_slots
 from agentchat.core.live.transport import SendWindow
 from agentchat.core.rules.errors import AppError, error_body
 from channels_app.live import MessageStream, tasks_end
@@ -38,7 +39,9 @@ TOO_SLOW_CLOSE_CODE = 4408  # the connection stayed full: reconnect with ?since=
 
 ERROR_CLOSE_CODE = 4500  # the server failed; reconnect with ?since=
 
-# The client kept sending frames beyond its budget (a flood): closed rather than read on.
+# The client kept sending frames beyond its budget (a flood): closed rather than read on. Also
+# the close of a connection past its agent's AGENTCHAT_WS_MAX_PER_AGENT, after an error frame
+# STREAM_TOO_MANY_CONNECTIONS.
 FLOODING_CLOSE_CODE = 4429
 
 
@@ -47,28 +50,65 @@ def frame_fields_check(frame: dict[str, Any], allowed: Collection[str]) -> None:
     names_check(frame, allowed, what="frame field")
 
 
+class Handshake(NamedTuple):
+    principal: str
+    credential: Credential | None  # a token or the browser's session
+    key: bytes  # at the heavy gate and in the count of connections (websocket_principal)
+
+
 async def _handshake(
     scope: dict[str, Any], receive: Receive, send: Send, parameters: set[str]
-) -> tuple[str, Credential | None] | None:
+) -> Handshake | None:
     """The checks every websocket passes before it is accepted: the connect, the shared
-    ``request_check``, no parameter but ``parameters``, a principal. Returns (principal, the
-    credential it authenticated with: a token or the browser's session), or None once the
-    handshake is refused."""
+    ``request_check``, no parameter but ``parameters``, a principal. Returns the principal,
+    the credential it authenticated with and its key, or None once the handshake is
+    refused."""
     if (await receive())["type"] != "websocket.connect":
         return None
     try:
         request_check(scope)
         query_check(scope_query(scope), parameters)
-        principal, token_id = await run_db(websocket_principal, scope)
+        principal, token_id, gate_key = await run_db(websocket_principal, scope)
     except Exception as exc:
         await _refuse_handshake(send, exc)
         return None
     if token_id is not None:
-        return principal, Credential(token_id=token_id)
+        return Handshake(principal, Credential(token_id=token_id), gate_key)
     # A signed-in browser: signing out (the session row gone) ends the connection.
     session = scope.get("session")
     key = getattr(session, "session_key", None) if session is not None else None
-    return principal, Credential(session_key=key) if key else None
+    return Handshake(principal, Credential(session_key=key) if key else None, gate_key)
+
+
+def _too_many_connections(limit: int) -> AppError:
+    return AppError(
+        "STREAM_TOO_MANY_CONNECTIONS",
+        f"{limit} websockets of this agent are open already: close one first",
+        detail={"limit": limit},
+    )
+
+
+@contextlib.asynccontextmanager
+async def connection_slot(send: Send, key: bytes) -> AsyncIterator[bool]:
+    """Hold one of ``key``'s AGENTCHAT_WS_MAX_PER_AGENT places (across the processes, with
+    Redis) for the block: True. With all of them held: the connection is accepted, told
+    STREAM_TOO_MANY_CONNECTIONS in an error frame and closed 4429 (a refused handshake could
+    say no code), and the block gets False."""
+    slots = follow_slots()
+    try:
+        place = await slots.take(
+            "ws", key, settings.AGENTCHAT_WS_MAX_PER_AGENT, _too_many_connections
+        )
+    except AppError as exc:
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": _error_frame(exc)})
+        await send({"type": "websocket.close", "code": FLOODING_CLOSE_CODE})
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        await asyncio.shield(slots.give(place))
 
 
 async def _refuse_handshake(send: Send, error: Exception) -> None:

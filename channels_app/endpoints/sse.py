@@ -25,10 +25,12 @@ healthy stream.
 Every page a stream reads (the catch-up from the cursor, and each read after a ring) runs like
 a peek (``agentchat.core.db.heavy``): on the heavy pool, through the heavy gate keyed by the
 agent (the monitor's by one key of its own), ``bounded`` (its limit and FOLLOW_BATCH_BYTES bound
-it), within the work budget. One agent's follows read one at a time, behind its other heavy
-requests, and never hold the threads that posts need. At most AGENTCHAT_SSE_MAX_PER_AGENT
-follows of one agent (AGENTCHAT_SSE_MAX_MONITOR of the monitor) are open at once in a process;
-one more is answered 429 SSE_TOO_MANY_FOLLOWS, as JSON, before its stream starts.
+it), within the work budget (``agentchat.core.live.follows.heavy_read``, the websockets' replay
+too). One agent's follows read one at a time, behind its other heavy requests, and never hold
+the threads that posts need. At most AGENTCHAT_SSE_MAX_PER_AGENT follows of one agent
+(AGENTCHAT_SSE_MAX_MONITOR of the monitor) are open at once, across the server's processes
+with Redis (``follow_slots``); one more is answered 429 SSE_TOO_MANY_FOLLOWS, as JSON, before
+its stream starts.
 """
 
 from __future__ import annotations
@@ -37,18 +39,16 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http.request import MediaType
 
-from agentchat.core.db.heavy import heavy_gate, work_budget
-from agentchat.core.db.transactions import run_db, run_db_heavy
+from agentchat.core.db.transactions import run_db
 from agentchat.core.http.asgi_http import (
     SECURITY_HEADERS,
     Receive,
@@ -63,6 +63,7 @@ from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.revocation import Credential, credential_watch, credentials_gone
 from agentchat.core.identity.services import admin_token_authenticate, token_authenticate
+from agentchat.core.live.follows import follow_slots, heavy_read
 from agentchat.core.live.layer import inbox_close
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.live.transport import SendWindow
@@ -77,7 +78,6 @@ from channels_app.monitor import monitor_page
 from channels_app.services import MONITOR_GROUP, inbox_group
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 FOLLOW_PARAMETERS = {"cursor", "limit", "follow"}
 # One read of a follow sends at most this many bytes of deliveries (at least one): what a
@@ -87,59 +87,12 @@ _ACCEPT_MAX = 4096
 MONITOR_KEY = b"monitor"  # the heavy gate's and the follow count's key of the monitor
 
 
-class FollowSlots:
-    """How many follows each key (an agent, the monitor) holds open in this process."""
-
-    def __init__(self) -> None:
-        self._open: Counter[bytes] = Counter()
-
-    def count(self, key: bytes) -> int:
-        return self._open[key]
-
-    def take(self, key: bytes, limit: int) -> None:
-        """One more follow of ``key`` (give it back with ``give``); SSE_TOO_MANY_FOLLOWS when
-        ``limit`` are open."""
-        if self._open[key] >= limit:
-            raise AppError(
-                "SSE_TOO_MANY_FOLLOWS",
-                f"{limit} live follows are open already: close one first",
-                detail={"limit": limit},
-            )
-        self._open[key] += 1
-
-    def give(self, key: bytes) -> None:
-        self._open[key] -= 1
-        if self._open[key] <= 0:
-            del self._open[key]
-
-
-follow_slots = FollowSlots()
-
-
-def _budgeted(func: Callable[..., T], /, **kwargs: Any) -> T:
-    with work_budget():
-        return func(**kwargs)
-
-
-async def heavy_read(key: bytes, func: Callable[..., T], /, **kwargs: Any) -> T:
-    """``func(**kwargs)`` as a peek runs: in ``key``'s turn at the heavy gate, on the heavy
-    pool, within the work budget. Its turn may wait behind up to all of the key's follows (they
-    are counted), so the gate's queue is no shorter. A read cancelled (its client left) keeps
-    its turn until its thread is done, so the gate never hands out more threads than it has."""
-
-    async def call() -> T:
-        running = asyncio.ensure_future(run_db_heavy(_budgeted, func, **kwargs))
-        try:
-            return await asyncio.shield(running)
-        except asyncio.CancelledError:
-            await asyncio.wait([running])
-            raise
-
-    queue = settings.AGENTCHAT_HEAVY_QUEUE_PER_AGENT + max(
-        settings.AGENTCHAT_SSE_MAX_PER_AGENT, settings.AGENTCHAT_SSE_MAX_MONITOR
+def _too_many_follows(limit: int) -> AppError:
+    return AppError(
+        "SSE_TOO_MANY_FOLLOWS",
+        f"{limit} live follows are open already: close one first",
+        detail={"limit": limit},
     )
-    result = await heavy_gate().run(key, call, bounded=True, queue=queue)
-    return result  # type: ignore[return-value]  # None only for a request given ``gone``
 
 
 def _accept_types(scope: dict[str, Any]) -> list[MediaType] | None:
@@ -365,15 +318,15 @@ class InboxFollowEndpoint:
             return
         credential = Credential(token_id=token.pk)
         source = _InboxSource(agent=agent, cursor=cursor or 0, limit=limit, credential=credential)
-        try:
-            follow_slots.take(source.key, settings.AGENTCHAT_SSE_MAX_PER_AGENT)
-        except AppError as exc:
-            await error_send(send, exc)
-            return
-        try:
-            await follow_serve(scope, receive, send, source=source, credential=credential)
-        finally:
-            follow_slots.give(source.key)
+        await _capped(
+            scope,
+            receive,
+            send,
+            source=source,
+            credential=credential,
+            key=source.key,
+            limit=settings.AGENTCHAT_SSE_MAX_PER_AGENT,
+        )
 
 
 class MonitorFollowEndpoint:
@@ -394,15 +347,39 @@ class MonitorFollowEndpoint:
             await error_send(send, exc)
             return
         source = _MonitorSource(cursor=cursor, limit=limit)
-        try:
-            follow_slots.take(MONITOR_KEY, settings.AGENTCHAT_SSE_MAX_MONITOR)
-        except AppError as exc:
-            await error_send(send, exc)
-            return
-        try:
-            await follow_serve(scope, receive, send, source=source, credential=None)
-        finally:
-            follow_slots.give(MONITOR_KEY)
+        await _capped(
+            scope,
+            receive,
+            send,
+            source=source,
+            credential=None,
+            key=MONITOR_KEY,
+            limit=settings.AGENTCHAT_SSE_MAX_MONITOR,
+        )
+
+
+async def _capped(
+    scope: dict[str, Any],
+    receive: Receive,
+    send: Send,
+    *,
+    source: _Source,
+    credential: Credential | None,
+    key: bytes,
+    limit: int,
+) -> None:
+    """``follow_serve`` holding one of ``key``'s ``limit`` places (across the processes, with
+    Redis); with all held, 429 SSE_TOO_MANY_FOLLOWS as JSON."""
+    slots = follow_slots()
+    try:
+        place = await slots.take("sse", key, limit, _too_many_follows)
+    except AppError as exc:
+        await error_send(send, exc)
+        return
+    try:
+        await follow_serve(scope, receive, send, source=source, credential=credential)
+    finally:
+        await asyncio.shield(slots.give(place))
 
 
 # --- the stream ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from channels_app.endpoints.shared import (
     _handshake,
     _refuse_handshake,
     _stream_run,
+    connection_slot,
 )
 from channels_app.live import message_stream, tasks_end
 from channels_app.selectors import channel_get
@@ -37,6 +38,10 @@ class MessageStreamEndpoint:
     ``since`` every message after that seq first, so a reconnect loses nothing. Never moves a
     cursor, takes no frames from the client (each is answered with an error frame).
 
+    Its replay reads (``MessageStream``) take the agent's turn at the heavy gate
+    (``agentchat.core.live.follows.heavy_read``); an agent holds at most
+    AGENTCHAT_WS_MAX_PER_AGENT websockets open (``connection_slot``).
+
     Flow control: the stream is sent only as fast as the client reads (``SendWindow``); a
     client whose connection stays full for AGENTCHAT_STREAM_STALL_SECONDS is closed with 4408, and
     the session of a token that gets revoked with 4401. A subscriber that may no longer see the
@@ -51,7 +56,7 @@ class MessageStreamEndpoint:
         handshake = await _handshake(scope, receive, send, STREAM_PARAMETERS)
         if handshake is None:
             return
-        principal, credential = handshake
+        principal, credential, key = handshake
         try:
             since = int_parse(scope_query(scope).get("since"), field="since", code="INVALID_SEQ")
             channel = await run_db(
@@ -60,15 +65,18 @@ class MessageStreamEndpoint:
         except Exception as exc:
             await _refuse_handshake(send, exc)
             return
-        await _stream_session(
-            scope,
-            receive,
-            send,
-            channel=channel,
-            viewer=principal,
-            since=since,
-            credential=credential,
-        )
+        async with connection_slot(send, key) as placed:
+            if placed:
+                await _stream_session(
+                    scope,
+                    receive,
+                    send,
+                    channel=channel,
+                    viewer=principal,
+                    since=since,
+                    credential=credential,
+                    key=key,
+                )
 
 
 async def _stream_session(
@@ -80,13 +88,14 @@ async def _stream_session(
     viewer: str,
     since: int | None,
     credential: Credential | None,
+    key: bytes,
 ) -> None:
     window = SendWindow(scope)
     tasks: list[asyncio.Future[Any]] = []
     accepted = False
     try:
         async with message_stream(
-            channel=channel, viewer=viewer, since=since, credential=credential
+            channel=channel, viewer=viewer, since=since, credential=credential, gate_key=key
         ) as stream:
             # Subscribed and positioned before the handshake completes: whatever is posted
             # once the client sees the connection open is streamed to it.

@@ -154,6 +154,12 @@ def _timeout_reset(connection: Any) -> None:
             connection.close()
 
 
+def person_key(user_pk: int) -> bytes:
+    """The heavy gate's key of a signed-in person (the dashboard's pages, a browser's
+    websockets): never an API key (``a<id>`` and digests)."""
+    return f"user:{user_pk}".encode()
+
+
 def view_is_heavy(view: Any, method: str | None) -> bool:
     """Whether the view class ``view`` says that ``method`` is heavy: ``heavy = True`` for all
     of its methods, or ``heavy_methods``. HEAD is GET: Django runs the view's ``get`` for it,

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.http.request import validate_host
 
+from agentchat.core.db.heavy import person_key
 from agentchat.core.http.asgi_http import scope_headers, scope_host
 from agentchat.core.identity.auth import bearer_from_header
 from agentchat.core.identity.services import ACTING_HEADER, token_authenticate
@@ -95,14 +96,17 @@ def scope_acting(scope: dict[str, Any]) -> str | None:
     return _first(scope_headers(scope, b"agentchat-as"))
 
 
-def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
+def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None, bytes]:
     """Who may subscribe: a token's agent, or a signed-in browser user (session) on a page of
     this very site. A present Origin must match ALLOWED_HOSTS; a missing one needs a token
     (agents' websocket clients send none); a session needs the Origin of the site itself
     (scheme, host and port of the request). With a token, an AgentChat-As header names the
     sub-agent it acts as. Returns the principal's name and the token's id (None for a
     session). Raises FORBIDDEN, AUTH_REQUIRED, AUTH_INVALID, INVALID_NAME,
-    ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY. Sync: run in run_db."""
+    ACTING_AS_FORBIDDEN, SUBAGENTS_TOO_MANY. Also returns the connection's key at the heavy
+    gate and in the count of live connections: the token's agent (``a<id>``, as the API lane's
+    ``heavy_gate_key``, whichever sub-agent it acts as), or the signed-in person
+    (``person_key``). Sync: run in run_db."""
     origin = _first(scope_headers(scope, b"origin"))
     if origin is not None and not origin_allowed(origin):
         raise AppError("FORBIDDEN", f"origin {origin!r} is not allowed")
@@ -110,7 +114,7 @@ def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
     acting = scope_acting(scope)
     if raw is not None:
         agent, token = token_authenticate(raw, acting=acting)
-        return agent.name, token.pk
+        return agent.name, token.pk, b"a%d" % token.agent_id
     user = scope.get("user")
     if user is not None and user.is_authenticated:
         if acting is not None:
@@ -121,7 +125,7 @@ def websocket_principal(scope: dict[str, Any]) -> tuple[str, int | None]:
             raise AppError("FORBIDDEN", "a signed-in browser must connect from this site's origin")
         linked = Agent.objects.filter(user=user).first()
         if linked is not None:
-            return linked.name, None
+            return linked.name, None, person_key(user.pk)
         if user.is_staff:
-            return f"user:{user.get_username()}", None
+            return f"user:{user.get_username()}", None, person_key(user.pk)
     raise AppError("AUTH_REQUIRED", "send a bearer token (header or ?token=) or sign in")

@@ -34,6 +34,14 @@ def web_request_install() -> None:
       word, past the second it answered a bare 400. Here a request line past either is 414
       ``REQUEST_LINE_TOO_LONG``, headers past either 431 ``HEADERS_TOO_LARGE``, with the error
       table's JSON body, then the same lingering close (``BoundedChannel``).
+    - **A header or request HTTP refuses is answered as JSON.** Daphne checks every header
+      name (an HTTP token) and value (no VT, FF, FS, GS, RS or NEL 0x85: a byte 0x85 in
+      ``AgentChat-As`` was enough) and the target's ASCII, and Twisted the request line, each
+      header line (a colon, no NUL/CR/LF, a Content-Length that is a number), their count and
+      the chunks; both answered in their own way (daphne an HTML page, Twisted a bare status
+      line). Here the same checks answer 400 ``INVALID_HEADER`` or ``MALFORMED_REQUEST`` (431
+      ``HEADERS_TOO_LARGE`` past Twisted's count of headers) with the error table's JSON body,
+      before the request reaches the application, a websocket's upgrade too.
     - **No form parsing.** Daphne hands the application the raw body and never reads Twisted's
       parsed form arguments, yet Twisted parses the Content-Type of every POST (about 0.2 ms of
       CPU per request on this machine kind, through the email package) and would decode a
@@ -41,6 +49,7 @@ def web_request_install() -> None:
       flag for this.
     """
     from daphne import http_protocol
+    from daphne.utils import HEADER_NAME_RE, INVALID_HEADER_VALUE_BYTES
     from django.conf import settings
     from twisted.web import http as twisted_http
 
@@ -50,6 +59,8 @@ def web_request_install() -> None:
     from agentchat.core.rules.errors import error_body
     from agentchat.core.rules.validation import (
         headers_too_large,
+        invalid_header,
+        malformed_request,
         request_line_too_long,
         request_too_large,
     )
@@ -65,6 +76,38 @@ def web_request_install() -> None:
         error_body(headers_too_large(head_limit)),
         json_bytes,
     )
+
+    header_refusal = _answer(
+        b"400 Bad Request", error_body(invalid_header("a header line is malformed")), json_bytes
+    )
+    malformed_refusal = _answer(
+        b"400 Bad Request",
+        error_body(malformed_request("the request line or the body's framing")),
+        json_bytes,
+    )
+
+    def head_problem(request: Any) -> bytes | None:
+        """The JSON answer to what daphne's ``process`` would refuse with its HTML page."""
+        for name, values in request.requestHeaders.getAllRawHeaders():
+            if not HEADER_NAME_RE.fullmatch(name):
+                return _answer(
+                    b"400 Bad Request",
+                    error_body(invalid_header("a header's name is not a token")),
+                    json_bytes,
+                )
+            if any(INVALID_HEADER_VALUE_BYTES.intersection(value) for value in values):
+                return _answer(
+                    b"400 Bad Request",
+                    error_body(invalid_header("a header's value holds a forbidden byte")),
+                    json_bytes,
+                )
+        if not request.uri.isascii():
+            return _answer(
+                b"400 Bad Request",
+                error_body(malformed_request("the target is not ASCII")),
+                json_bytes,
+            )
+        return None
 
     # daphne is untyped: its WebRequest is Any to the type checker.
     class WebRequest(http_protocol.WebRequest):  # type: ignore[misc]
@@ -93,8 +136,14 @@ def web_request_install() -> None:
             self.content.write(data)
 
         def process(self) -> None:
-            if not self._refused:
-                super().process()
+            if self._refused:
+                return
+            problem = head_problem(self)
+            if problem is not None:
+                self._refused = True
+                self.channel._answer_refuse(problem)
+                return
+            super().process()
 
         def _refuse(self) -> None:
             self._refused = True
@@ -122,14 +171,19 @@ def web_request_install() -> None:
 
         _refused = False
         _discarded = 0
+        _judging_header = False
 
         def _in_headers(self) -> bool:
             # Twisted's own flag (name-mangled): 1 or 2 until the request line is read.
             return not getattr(self, "_HTTPChannel__first_line", not self.requests)
 
         def _head_refuse(self) -> None:
+            self._answer_refuse(headers_refusal if self._in_headers() else line_refusal)
+
+        def _answer_refuse(self, answer: bytes) -> None:
+            """Answer (the whole response, which closes) and linger as a 413 does."""
             self._refused = True
-            self.transport.write(headers_refusal if self._in_headers() else line_refusal)
+            self.transport.write(answer)
             if hasattr(self.transport, "loseWriteConnection"):
                 self.transport.loseWriteConnection()
             from twisted.internet import reactor
@@ -155,6 +209,26 @@ def web_request_install() -> None:
         def lineLengthExceeded(self, line: bytes) -> None:
             if not self._refused:
                 self._head_refuse()
+
+        def headerReceived(self, line: bytes) -> bool:
+            self._judging_header = True
+            try:
+                return bool(super().headerReceived(line))
+            finally:
+                self._judging_header = False
+
+        def _respondToBadRequestAndDisconnect(self) -> None:
+            """Twisted's answer to what it cannot parse (a bare ``400`` line), as JSON: a
+            header line's, past its count of headers 431, else the request line's or the
+            chunks'."""
+            if self._refused:
+                return
+            if self._receivedHeaderCount > self.maxHeaders:
+                self._answer_refuse(headers_refusal)
+            elif self._judging_header:
+                self._answer_refuse(header_refusal)
+            else:
+                self._answer_refuse(malformed_refusal)
 
     def channel_protocol(factory: Any) -> Any:
         # What twisted's HTTPFactory.protocol makes (its _genericHTTPChannelProtocolFactory),

@@ -102,6 +102,18 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("MONITOR_DISABLED", 404, "the server has no AGENT_CHAT_ADMIN_TOKEN: no admin monitor"),
     # --- the request itself
     ("INVALID_HOST", 400, "the Host header is not one of ALLOWED_HOSTS"),
+    (
+        "INVALID_HEADER",
+        400,
+        "a header's name is not an HTTP token, or its value holds a byte HTTP forbids there "
+        "(NUL, VT, FF, FS/GS/RS, NEL 0x85)",
+    ),
+    (
+        "MALFORMED_REQUEST",
+        400,
+        "the request line or a header line is not HTTP/1.1 (a target with spaces or non-ASCII "
+        "bytes, a header line without a colon, a bad Content-Length or chunk)",
+    ),
     ("INVALID_JSON", 400, "the body is not a JSON object (bad UTF-8, syntax, duplicate keys)"),
     ("INVALID_TEXT", 400, "a string or key is not valid Unicode text (e.g. a lone surrogate)"),
     ("JSON_TOO_DEEP", 400, "JSON nested deeper than the limit (64 levels)"),
@@ -151,9 +163,16 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ),
     ("STREAM_TOO_MANY_FRAMES", 429, "a client frame beyond the connection's budget (it refills)"),
     (
+        "STREAM_TOO_MANY_CONNECTIONS",
+        429,
+        "the agent (or signed-in person) has its most websockets open, across the server's "
+        "processes (AGENTCHAT_WS_MAX_PER_AGENT): an error frame, then the close 4429",
+    ),
+    (
         "SSE_TOO_MANY_FOLLOWS",
         429,
-        "the agent (or the monitor) has its most live follows open (AGENTCHAT_SSE_MAX_PER_AGENT)",
+        "the agent (or the monitor) has its most live follows open, across the server's "
+        "processes (AGENTCHAT_SSE_MAX_PER_AGENT)",
     ),
     # --- lookups
     ("NOT_FOUND", 404, "no such route or object"),

@@ -265,6 +265,21 @@ def request_line_too_long(limit: int) -> AppError:
     )
 
 
+def invalid_header(what: str) -> AppError:
+    """400: a header line HTTP does not allow (``what`` says how): the server's request class
+    answers it, before any application code (``agentchat.core.http.webrequest``)."""
+    return AppError(
+        "INVALID_HEADER",
+        f"a header is not valid HTTP: {what}; header names are tokens (letters, digits, "
+        "!#$%&'*+-.^_`|~) and values hold no NUL, CR, LF, VT, FF, FS, GS, RS or NEL (0x85)",
+    )
+
+
+def malformed_request(what: str) -> AppError:
+    """400: a request line or body framing that is not HTTP/1.1 (``what`` says how)."""
+    return AppError("MALFORMED_REQUEST", f"the request is not valid HTTP/1.1: {what}")
+
+
 def headers_too_large(limit: int) -> AppError:
     """431: a header line, or the request line and headers together, over ``limit`` bytes."""
     return AppError(

@@ -17,6 +17,7 @@ import pytest
 from agentchat.core.db.heavy import heavy_gate
 from agentchat.core.db.transactions import run_db
 from agentchat.core.identity.revocation import Credential
+from agentchat.core.live import follows
 from agentchat.core.models import ApiToken
 from channels_app.endpoints import sse
 from channels_app.services import envelope_send
@@ -41,13 +42,13 @@ def test_a_follows_read_waits_its_turn_at_the_gate_while_a_post_commits(make_age
     credential = Credential(token_id=ApiToken.objects.get(agent=bob).pk)
     source = sse._InboxSource(agent=bob, cursor=0, limit=100, credential=credential)
     heavy_calls: list[str] = []
-    real_heavy = sse.run_db_heavy
+    real_heavy = follows.run_db_heavy
 
     async def heavy(func, inner, /, **kwargs):
         heavy_calls.append(inner.__name__)
         return await real_heavy(func, inner, **kwargs)
 
-    monkeypatch.setattr(sse, "run_db_heavy", heavy)
+    monkeypatch.setattr(follows, "run_db_heavy", heavy)
 
     async def main() -> tuple[bool, int, list[str], sse.Batch]:
         gate = heavy_gate()
@@ -87,7 +88,7 @@ def test_the_monitors_reads_take_the_gate_by_its_own_key(make_agent, monkeypatch
     make_agent("bob")
     envelope_send(sender=alice, to="bob", text="x")
     keys: list[bytes] = []
-    real_run = sse.heavy_gate
+    real_run = follows.heavy_gate
 
     def spying():
         gate = real_run()
@@ -100,7 +101,7 @@ def test_the_monitors_reads_take_the_gate_by_its_own_key(make_agent, monkeypatch
         gate.run = run  # type: ignore[method-assign]
         return gate
 
-    monkeypatch.setattr(sse, "heavy_gate", spying)
+    monkeypatch.setattr(follows, "heavy_gate", spying)
     batch = asyncio.run(sse._MonitorSource(cursor=None, limit=10).read())
     assert keys == [sse.MONITOR_KEY]
     assert len(batch.events) == 1
