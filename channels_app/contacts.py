@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core.http.pages import ListPage, list_page, size_of
+from agentchat.core.http.pages import ListPage, PageWindow, list_page, size_of
 from agentchat.core.models import Agent
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
@@ -32,14 +32,13 @@ def contact_get(*, owner: Agent, contact_id: str) -> dict[str, Any]:
     return dict(card)
 
 
-def contact_list(*, owner: Agent, after: str | None, limit: int) -> ListPage:
+def contact_list(*, owner: Agent, window: PageWindow) -> ListPage:
     """A page of ``owner``'s cards by id (``agentchat.core.http.pages``)."""
     return list_page(
         Contact.objects.filter(owner=owner),
         key="contact_id",
         size=size_of("card"),
-        after=after,
-        limit=limit,
+        window=window,
         load=lambda rows: rows.only("contact_id", "card"),
         render=lambda row: row.card,
     )

@@ -11,7 +11,14 @@ from typing import Any
 from django.conf import settings
 from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
 
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.http.pages import (
+    LIST_LIMIT_MAX,
+    ListPage,
+    OctetLength,
+    PageWindow,
+    list_page,
+    size_of,
+)
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import record_id_check
@@ -89,7 +96,6 @@ def lock_page(
     channel: Channel,
     after: str | None = None,
     limit: int = LIST_LIMIT_MAX,
-    max_bytes: int | None = None,
 ) -> ListPage:
     """A page of the channel's locks (``records.lock_to_dict``), active and expired, after the
     lock id ``after``, by lock id (``agentchat.core.http.pages``): expired locks stay until someone
@@ -99,9 +105,7 @@ def lock_page(
         PathLock.objects.filter(channel=channel),
         key="lock_id",
         size=LOCK_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=PageWindow(after, limit),
         load=_locks_loaded,
         render=records.lock_to_dict,
         plan_first=LIST_LIMIT_MAX + 1,  # sizes of short text columns: one planning query

@@ -8,7 +8,14 @@ from typing import Any
 
 from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.http.pages import (
+    LIST_LIMIT_MAX,
+    ListPage,
+    OctetLength,
+    PageWindow,
+    list_page,
+    size_of,
+)
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
 from channels_app.models import Channel
@@ -155,7 +162,6 @@ def task_page(
     owner: str | None = None,
     after: str | None = None,
     limit: int = LIST_LIMIT_MAX,
-    max_bytes: int | None = None,
 ) -> ListPage:
     """A page of a channel's tasks (``task_to_dict``) after the id ``after``, by id, optionally
     filtered (``agentchat.core.http.pages``): a task can hold 1,000 acceptance lines, so the page is
@@ -165,9 +171,7 @@ def task_page(
         _tasks_filtered(channel=channel, status=status, owner=owner),
         key="task_id",
         size=TASK_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=PageWindow(after, limit),
         load=_loaded,
         render=task_to_dict,
     )

@@ -19,11 +19,12 @@ from agentchat.core.http.asgi_http import (
     json_send,
     request_check,
 )
+from agentchat.core.http.pages import limit_parse
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
 from agentchat.core.rules.errors import AppError, internal_error
-from agentchat.core.rules.validation import int_parse, number_parse
+from agentchat.core.rules.validation import number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 
@@ -66,14 +67,7 @@ class WaitEndpoint:
             query = scope_query(scope)
             query_check(query, WAIT_PARAMETERS)
             timeout = parse_timeout(query.get("timeout"))
-            limit = int_parse(
-                query.get("limit"),
-                field="limit",
-                code="INVALID_VALUE",
-                minimum=1,
-                maximum=READ_LIMIT_MAX,
-                default=READ_LIMIT_MAX,
-            )
+            limit = limit_parse(query.get("limit"), maximum=READ_LIMIT_MAX)
             agent, token = await run_db(
                 token_authenticate,
                 scope_token(scope, allow_query=False),
