@@ -56,6 +56,7 @@ from agentchat.core.http.asgi_http import (
     body_read,
     disconnected,
     error_send,
+    failure_send,
     request_check,
     scope_headers,
 )
@@ -360,15 +361,15 @@ class InboxFollowEndpoint:
             return
         credential = Credential(token_id=token.pk)
         source = _InboxSource(agent=agent, cursor=cursor or 0, limit=limit, credential=credential)
-        try:
-            follow_slots.take(source.key, settings.AGENTCHAT_SSE_MAX_PER_AGENT)
-        except AppError as exc:
-            await error_send(send, exc)
-            return
-        try:
-            await follow_serve(scope, receive, send, source=source, credential=credential)
-        finally:
-            follow_slots.give(source.key)
+        await _follow_in_slot(
+            scope,
+            receive,
+            send,
+            source=source,
+            credential=credential,
+            key=source.key,
+            most=settings.AGENTCHAT_SSE_MAX_PER_AGENT,
+        )
 
 
 class MonitorFollowEndpoint:
@@ -388,16 +389,38 @@ class MonitorFollowEndpoint:
         except AppError as exc:
             await error_send(send, exc)
             return
-        source = _MonitorSource(cursor=cursor, limit=limit)
-        try:
-            follow_slots.take(MONITOR_KEY, settings.AGENTCHAT_SSE_MAX_MONITOR)
-        except AppError as exc:
-            await error_send(send, exc)
-            return
-        try:
-            await follow_serve(scope, receive, send, source=source, credential=None)
-        finally:
-            follow_slots.give(MONITOR_KEY)
+        await _follow_in_slot(
+            scope,
+            receive,
+            send,
+            source=_MonitorSource(cursor=cursor, limit=limit),
+            credential=None,
+            key=MONITOR_KEY,
+            most=settings.AGENTCHAT_SSE_MAX_MONITOR,
+        )
+
+
+async def _follow_in_slot(
+    scope: dict[str, Any],
+    receive: Receive,
+    send: Send,
+    *,
+    source: _Source,
+    credential: Credential | None,
+    key: bytes,
+    most: int,
+) -> None:
+    """``follow_serve`` in one of the ``most`` follow slots of ``key`` (SSE_TOO_MANY_FOLLOWS,
+    as a JSON answer, when all are taken), given back when the follow ends."""
+    try:
+        follow_slots.take(key, most)
+    except AppError as exc:
+        await error_send(send, exc)
+        return
+    try:
+        await follow_serve(scope, receive, send, source=source, credential=credential)
+    finally:
+        follow_slots.give(key)
 
 
 # --- the stream ------------------------------------------------------------------------------
@@ -475,12 +498,10 @@ async def follow_serve(
             await layer.group_add(source.group, inbox)
             try:
                 first = await source.read()
-            except AppError as exc:
-                await error_send(send, exc)
-                return
-            except Exception:
-                logger.exception("live follow failed before it started")
-                await error_send(send, internal_error())
+            except Exception as exc:
+                await failure_send(
+                    send, exc, log=logger, what="live follow failed before it started"
+                )
                 return
             wake = asyncio.Event()
             rings = asyncio.ensure_future(_ring_feed(layer, inbox, source, wake))
