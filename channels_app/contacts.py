@@ -8,11 +8,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agentchat.core.http.pages import ListPage, list_page, size_of
+from agentchat.core.http.pages import ListPage, PageWindow, list_page, size_of
 from agentchat.core.models import Agent
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app.envelopes import contact_event_to_dict
+from channels_app.inbox import cursor_page_body, inbox_cursor_check
 from channels_app.models import Contact, ContactEvent, Mailbox
 
 
@@ -32,14 +33,13 @@ def contact_get(*, owner: Agent, contact_id: str) -> dict[str, Any]:
     return dict(card)
 
 
-def contact_list(*, owner: Agent, after: str | None, limit: int) -> ListPage:
+def contact_list(*, owner: Agent, window: PageWindow) -> ListPage:
     """A page of ``owner``'s cards by id (``agentchat.core.http.pages``)."""
     return list_page(
         Contact.objects.filter(owner=owner),
         key="contact_id",
         size=size_of("card"),
-        after=after,
-        limit=limit,
+        window=window,
         load=lambda rows: rows.only("contact_id", "card"),
         render=lambda row: row.card,
     )
@@ -57,11 +57,7 @@ class BookPage:
     tail: int
 
     def body(self) -> bytes:
-        return b'{"events":[%s],"next_cursor":%d,"tail":%d}' % (
-            b",".join(self.parts),
-            self.next_cursor,
-            self.tail,
-        )
+        return cursor_page_body(b"events", self.parts, self.next_cursor, self.tail)
 
 
 def contact_event_dict(event: ContactEvent) -> dict[str, Any]:
@@ -84,12 +80,7 @@ def address_book_page(
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     tail = book_tail(owner)
     start = cursor or 0
-    if start > tail:
-        raise AppError(
-            "INVALID_CURSOR",
-            f"cursor {start} is beyond the address book's tail {tail}",
-            detail={"cursor": start, "tail": tail},
-        )
+    inbox_cursor_check(start, tail, of="address book")
     parts: list[bytes] = []
     total = 0
     next_cursor = start

@@ -14,6 +14,7 @@ its seq_num and its bytes (the SSE ``data:``), ``item.seq_num + 1`` being the ev
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -47,12 +48,15 @@ class InboxPage:
     tail: int
 
     def body(self) -> bytes:
-        """``{"deliveries": [...], "next_cursor": n, "tail": t}``."""
-        return b'{"deliveries":[%s],"next_cursor":%d,"tail":%d}' % (
-            b",".join(item.json for item in self.items),
-            self.next_cursor,
-            self.tail,
+        return cursor_page_body(
+            b"deliveries", (item.json for item in self.items), self.next_cursor, self.tail
         )
+
+
+def cursor_page_body(key: bytes, parts: Iterable[bytes], next_cursor: int, tail: int) -> bytes:
+    """``{"<key>": [...], "next_cursor": n, "tail": t}``: a page of a log read by cursor (an
+    inbox's deliveries, an address book's events)."""
+    return b'{"%s":[%s],"next_cursor":%d,"tail":%d}' % (key, b",".join(parts), next_cursor, tail)
 
 
 def inbox_tail(agent: Agent) -> int:
@@ -61,11 +65,13 @@ def inbox_tail(agent: Agent) -> int:
     return int(tail or 0)
 
 
-def inbox_cursor_check(cursor: int, tail: int) -> None:
+def inbox_cursor_check(cursor: int, tail: int, *, of: str = "inbox") -> None:
+    """A cursor of a log (the inbox, or ``of``: the address book) is at most its tail. Raises
+    INVALID_CURSOR."""
     if cursor > tail:
         raise AppError(
             "INVALID_CURSOR",
-            f"cursor {cursor} is beyond the inbox's tail {tail}",
+            f"cursor {cursor} is beyond the {of}'s tail {tail}",
             detail={"cursor": cursor, "tail": tail},
         )
 

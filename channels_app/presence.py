@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import Max, QuerySet
 
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, PageWindow, list_page, size_of
 from agentchat.core.identity.registry import registration_record
 from agentchat.core.models import Agent, Registration
 from agentchat.core.rules import clock
@@ -63,9 +63,7 @@ def presence_seen_by(*, viewer: str, limit: int = PRESENCE_ROWS) -> dict[str, di
     return seen
 
 
-def registry_page(
-    *, viewer: str, after: str | None, limit: int, session: Channel | None = None
-) -> ListPage:
+def registry_page(*, viewer: str, window: PageWindow, session: Channel | None = None) -> ListPage:
     """A page of the agent registry (EP-0118) as ``viewer`` may see it: every agent by name
     (those of ``session`` only, when given), with its registration's status, last heartbeat,
     harness and substrate (``registration_record``; status None for an agent that never
@@ -99,8 +97,7 @@ def registry_page(
         rows,
         key="name",
         size=size_of("registration__note"),
-        after=after,
-        limit=limit,
+        window=window,
         load=load,
         render=render,
         plan_first=LIST_LIMIT_MAX + 1,

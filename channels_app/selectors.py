@@ -11,7 +11,7 @@ from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Lower
 
 from agentchat.core.db.rows import RowSelect
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, list_page, size_of
+from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, PageWindow, list_page, size_of
 from agentchat.core.models import Agent
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
@@ -287,7 +287,6 @@ def channel_list(
     agent: Agent,
     after: str | None = None,
     limit: int = LIST_LIMIT_MAX,
-    max_bytes: int | None = None,
 ) -> ListPage:
     """A page of the channels the agent may see (after the name ``after``, by name), each with
     its cursor and unread count (``agentchat.core.http.pages``). The page is planned from the
@@ -321,9 +320,7 @@ def channel_list(
         channels_visible_to(agent.name),
         key="name",
         size=CHANNEL_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=PageWindow(after, limit),
         load=load,
         render=render,
     )

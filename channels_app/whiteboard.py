@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from agentchat.core.http.pages import ListPage, list_page, size_of
+from agentchat.core.http.pages import ListPage, PageWindow, list_page, size_of
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import record_id_check
@@ -86,9 +86,7 @@ def entries_of(channel: Channel) -> QuerySet[WhiteboardEntry]:
     return WhiteboardEntry.objects.filter(channel=channel).order_by("key")
 
 
-def entry_list(
-    *, channel: Channel, viewer: str, after: str | None, limit: int, max_bytes: int | None = None
-) -> ListPage:
+def entry_list(*, channel: Channel, viewer: str, window: PageWindow) -> ListPage:
     """A page of the channel's entries by key (``agentchat.core.http.pages``). Raises
     CHANNEL_NOT_FOUND."""
     channel_last_seq_visible(channel, viewer=viewer)
@@ -96,9 +94,7 @@ def entry_list(
         entries_of(channel),
         key="key",
         size=ENTRY_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=window,
         load=lambda rows: rows,
         render=entry_to_dict,
     )

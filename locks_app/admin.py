@@ -26,6 +26,7 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import Duration, is_expired
 from channels_app.selectors import channels_refusing_owner
 from locks_app import services
+from locks_app.imports import LOCK_FIELDS
 from locks_app.models import PathLock, PathLockEntry
 
 
@@ -93,17 +94,8 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     list_filter = (ExpiryFilter, "channel")
     search_fields = ("lock_id", "owner", "entries__normalized_path")
     list_select_related = ("channel",)
-    readonly_fields = (
-        "lock_id",
-        "channel",
-        "owner",
-        "expires_at",
-        "locked_at",
-        "updated_at",
-        "previous_owner",
-        "previous_expires_at",
-        "recovery_reason",
-    )
+    # A lock's record, field for field (its paths are the inline below).
+    readonly_fields = tuple(field for field in LOCK_FIELDS if field != "paths")
     inlines = [PathLockEntryInline]
     actions = ["recover_stale_lock", "force_release"]
 

@@ -23,7 +23,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.rules.records import is_expired, ts_micros, ts_spelled
+from agentchat.core.rules.records import is_expired, row_time, ts_micros
 from locks_app.models import PathLock
 
 EVENT_LOCKED = "path.locked"
@@ -38,10 +38,8 @@ def lock_timestamp(value: datetime | None) -> str | None:
 
 
 def lock_time(lock: PathLock, field: str) -> str | None:
-    """One of a lock's times in its record: as an import kept it while it names the stored
-    instant, else as ``lock_timestamp`` spells it."""
-    value = getattr(lock, field)
-    return None if value is None else ts_spelled(value, lock.spellings, field, ts_micros)
+    """One of a lock's times in its record (``row_time``)."""
+    return row_time(lock, field)
 
 
 def lock_paths(lock: PathLock) -> list[dict[str, str]]:

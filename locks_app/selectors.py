@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subquery, Sum
 
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.http import pages
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import record_id_check
@@ -63,7 +63,7 @@ def lock_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[Path
 
 # A lock's planned size in a list: its paths (up to 64, of up to 1 KB, spelled twice) and a
 # recovery reason, plus the record's fixed fields.
-LOCK_SIZE = size_of(
+LOCK_SIZE = pages.size_of(
     "owner",
     "previous_owner",
     "recovery_reason",
@@ -71,7 +71,11 @@ LOCK_SIZE = size_of(
         PathLockEntry.objects.filter(lock=OuterRef("pk"))
         .order_by()
         .values("lock")
-        .annotate(n=Sum(OctetLength(F("normalized_path")) + OctetLength(F("display_path")) + 64))
+        .annotate(
+            n=Sum(
+                pages.OctetLength(F("normalized_path")) + pages.OctetLength(F("display_path")) + 64
+            )
+        )
         .values("n"),
         output_field=IntegerField(),
     ),
@@ -88,23 +92,20 @@ def lock_page(
     *,
     channel: Channel,
     after: str | None = None,
-    limit: int = LIST_LIMIT_MAX,
-    max_bytes: int | None = None,
-) -> ListPage:
+    limit: int = pages.LIST_LIMIT_MAX,
+) -> pages.ListPage:
     """A page of the channel's locks (``records.lock_to_dict``), active and expired, after the
     lock id ``after``, by lock id (``agentchat.core.http.pages``): expired locks stay until someone
     unlocks or recovers them, so the list has no bound of its own. The sizes are sums of short
     columns, cheap to compute for a whole page: one planning query."""
-    return list_page(
+    return pages.list_page(
         PathLock.objects.filter(channel=channel),
         key="lock_id",
         size=LOCK_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=pages.PageWindow(after, limit),
         load=_locks_loaded,
         render=records.lock_to_dict,
-        plan_first=LIST_LIMIT_MAX + 1,  # sizes of short text columns: one planning query
+        plan_first=pages.LIST_LIMIT_MAX + 1,  # sizes of short text columns: one planning query
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from agentchat.core.rules.records import ts_micros, ts_seconds, ts_spelled
+from agentchat.core.rules.records import row_time, ts_micros, ts_seconds, ts_spelled
 from tasks_app.models import Lease, Task
 
 # The reference's tasks/<id>.json keys, in its order (not sorted).
@@ -59,10 +59,8 @@ def lease_ts(value: datetime | None) -> str | None:
 
 
 def lease_time(lease: Lease, field: str) -> str | None:
-    """One of a lease's times in its record: as an import kept it while it names the stored
-    instant, else as ``lease_ts`` spells it."""
-    value = getattr(lease, field)
-    return None if value is None else ts_spelled(value, lease.spellings, field, ts_micros)
+    """One of a lease's times in its record (``row_time``)."""
+    return row_time(lease, field)
 
 
 def task_updated_at(task: Task) -> str:

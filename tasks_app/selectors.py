@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 
-from agentchat.core.http.pages import LIST_LIMIT_MAX, ListPage, OctetLength, list_page, size_of
+from agentchat.core.http import pages
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
 from channels_app.models import Channel
@@ -131,13 +131,13 @@ _DEPENDENCIES_SIZE = Subquery(
     TaskDependency.objects.filter(task=OuterRef("pk"))
     .order_by()
     .values("task")
-    .annotate(n=Sum(OctetLength(F("dependency__task_id")) * 2 + 40))
+    .annotate(n=Sum(pages.OctetLength(F("dependency__task_id")) * 2 + 40))
     .values("n"),
     output_field=IntegerField(),
 )
 # A task's planned size in a list: what can be big (title, acceptance, files_hint, branch, a
 # recovery reason, the dependencies), plus the fixed fields of the task and its lease.
-TASK_SIZE = size_of(
+TASK_SIZE = pages.size_of(
     "title",
     "acceptance",
     "files_hint",
@@ -154,20 +154,17 @@ def task_page(
     status: str | None = None,
     owner: str | None = None,
     after: str | None = None,
-    limit: int = LIST_LIMIT_MAX,
-    max_bytes: int | None = None,
-) -> ListPage:
+    limit: int = pages.LIST_LIMIT_MAX,
+) -> pages.ListPage:
     """A page of a channel's tasks (``task_to_dict``) after the id ``after``, by id, optionally
     filtered (``agentchat.core.http.pages``): a task can hold 1,000 acceptance lines, so the page is
     planned from sizes the database computes and loads only the tasks it sends. Raises
     TASK_INVALID_STATUS, TASK_INVALID_OWNER."""
-    return list_page(
+    return pages.list_page(
         _tasks_filtered(channel=channel, status=status, owner=owner),
         key="task_id",
         size=TASK_SIZE,
-        after=after,
-        limit=limit,
-        max_bytes=max_bytes,
+        window=pages.PageWindow(after, limit),
         load=_loaded,
         render=task_to_dict,
     )

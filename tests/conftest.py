@@ -17,6 +17,7 @@ database of its own (``pytest_configure``), and starts its own servers on free p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -281,6 +282,18 @@ class ServerProcess(serve.ServerProcess):
 
     def output_mark(self) -> None:
         self._since = self.log_path.stat().st_size
+
+
+@contextlib.contextmanager
+def server_of_its_own(django_db_blocker: Any, env: dict[str, str]) -> Iterator[ServerProcess]:
+    """A server process with settings of its own (``env``) on the test database, stopped after:
+    the server of a module whose settings differ from the session's ``live`` one."""
+    with django_db_blocker.unblock():
+        process = ServerProcess(env=env)
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentchat.client import shapes
@@ -77,24 +77,40 @@ def session_check(name: str, where: str) -> str:
     return name
 
 
+def _declared(
+    given: str | None,
+    env: Mapping[str, str] | None,
+    file: Mapping[str, Any],
+    *,
+    names: tuple[str, ...],
+    what: str,
+    key: str,
+    check: Callable[[str, str], str],
+) -> str | None:
+    """What an argument, else the environment (``names``), else the config file's ``key``
+    names, through ``check`` with where it came from (None: none)."""
+    value, where = _pick(given, os.environ if env is None else env, names, what)
+    if value is None and isinstance(file.get(key), str):
+        value, where = file[key], f"{key} in the config file"
+    return None if value is None else check(value, where)
+
+
 def agent_declared(
     given: str | None, *, env: Mapping[str, str] | None = None, file: Mapping[str, Any]
 ) -> str | None:
     """The agent id an argument, the environment or the config file names (None: none)."""
-    value, where = _pick(given, os.environ if env is None else env, ENV_AGENT, "agent id")
-    if value is None and isinstance(file.get("agent_id"), str):
-        value, where = file["agent_id"], "agent_id in the config file"
-    return None if value is None else agent_check(value, where)
+    return _declared(
+        given, env, file, names=ENV_AGENT, what="agent id", key="agent_id", check=agent_check
+    )
 
 
 def session_declared(
     given: str | None, *, env: Mapping[str, str] | None = None, file: Mapping[str, Any]
 ) -> str | None:
     """The session (a channel) an argument, the environment or the config file names."""
-    value, where = _pick(given, os.environ if env is None else env, ENV_SESSION, "session id")
-    if value is None and isinstance(file.get("channel"), str):
-        value, where = file["channel"], "channel in the config file"
-    return None if value is None else session_check(value, where)
+    return _declared(
+        given, env, file, names=ENV_SESSION, what="session id", key="channel", check=session_check
+    )
 
 
 def session_required(session: str | None) -> str:

@@ -50,11 +50,16 @@ def _ep(client: Client) -> EpContext:
         return context
 
 
-def _ep_session(client: Client, args: dict[str, Any], *, required: bool = True) -> str | None:
+def _ep_session_named(client: Client, args: dict[str, Any]) -> str | None:
+    """The session this call names (``session_id``, else start_session's, else the
+    environment's or the config file's), None when there is none."""
     context = _ep(client)
-    given = args.get("session_id") or context.session
-    session = iasp.session_declared(given, file=context.file)
-    return iasp.session_required(session) if required else session
+    return iasp.session_declared(args.get("session_id") or context.session, file=context.file)
+
+
+def _ep_session(client: Client, args: dict[str, Any]) -> str:
+    """The session this call names; a ClientError when there is none."""
+    return iasp.session_required(_ep_session_named(client, args))
 
 
 def _ep_agent(client: Client, given: str | None) -> str | None:
@@ -72,9 +77,22 @@ def _ep_run(client: Client, agent: str | None, call: Callable[[Client], Any]) ->
             as_agent.close()
 
 
+def _ep_act(
+    client: Client,
+    args: dict[str, Any],
+    call: Callable[[Client, str], Any],
+    *,
+    agent_key: str = "agent_id",
+) -> Any:
+    """``call(acting, session)`` in the session this call names, with a client acting as the
+    agent ``args[agent_key]`` names (else start_session's, the environment's, the config's)."""
+    session = _ep_session(client, args)
+    return _ep_run(client, _ep_agent(client, args.get(agent_key)), lambda c: call(c, session))
+
+
 def ep_start_session(client: Client, args: dict[str, Any]) -> Any:
     context = _ep(client)
-    session = _ep_session(client, args, required=False)
+    session = _ep_session_named(client, args)
     agent = iasp.agent_declared(args.get("agent_id"), file=context.file)
     run_token = args.get("run_token") or (context.run_token if agent == context.agent else None)
     answer = iasp.register(
@@ -94,56 +112,43 @@ def ep_start_session(client: Client, args: dict[str, Any]) -> Any:
 
 
 def ep_signal(client: Client, args: dict[str, Any]) -> Any:
-    session = _ep_session(client, args)
-    assert session is not None
-    return _ep_run(
+    return _ep_act(
         client,
-        _ep_agent(client, args.get("sender_id")),
-        lambda c: iasp.signal(
+        args,
+        lambda c, session: iasp.signal(
             c, session, to=args["to"], content=args["content"], kind=args.get("type", "inform")
         ),
+        agent_key="sender_id",
     )
 
 
 def ep_read_signals(client: Client, args: dict[str, Any]) -> Any:
-    session = _ep_session(client, args)
-    assert session is not None
     unread_only = bool(args.get("unread_only", True))
-    return _ep_run(
-        client,
-        _ep_agent(client, args.get("agent_id")),
-        lambda c: iasp.signals_read(c, session, unread_only=unread_only),
+    return _ep_act(
+        client, args, lambda c, session: iasp.signals_read(c, session, unread_only=unread_only)
     )
 
 
 def ep_ack_signals(client: Client, args: dict[str, Any]) -> Any:
-    session = _ep_session(client, args)
-    assert session is not None
-    return _ep_run(
-        client,
-        _ep_agent(client, args.get("agent_id")),
-        lambda c: iasp.signals_ack(c, session, list(args["signal_ids"])),
+    return _ep_act(
+        client, args, lambda c, session: iasp.signals_ack(c, session, list(args["signal_ids"]))
     )
 
 
 def ep_list_agents(client: Client, args: dict[str, Any]) -> Any:
-    return iasp.agents_list(client, _ep_session(client, args, required=False))
+    return iasp.agents_list(client, _ep_session_named(client, args))
 
 
 def ep_write_whiteboard(client: Client, args: dict[str, Any]) -> Any:
-    session = _ep_session(client, args)
-    assert session is not None
-    return _ep_run(
+    return _ep_act(
         client,
-        _ep_agent(client, args.get("agent_id")),
-        lambda c: iasp.whiteboard_write(c, session, args["key"], args["value"]),
+        args,
+        lambda c, session: iasp.whiteboard_write(c, session, args["key"], args["value"]),
     )
 
 
 def ep_read_whiteboard(client: Client, args: dict[str, Any]) -> Any:
-    session = _ep_session(client, args)
-    assert session is not None
-    return iasp.whiteboard_read(client, session, args["key"])
+    return iasp.whiteboard_read(client, _ep_session(client, args), args["key"])
 
 
 def ep_tired(client: Client, args: dict[str, Any]) -> Any:
@@ -159,7 +164,6 @@ def ep_tired(client: Client, args: dict[str, Any]) -> Any:
 
 def ep_read_notes(client: Client, args: dict[str, Any]) -> Any:
     session = _ep_session(client, args)
-    assert session is not None
     return iasp.notes_read(client, session, int(args.get("limit", iasp.NOTES_DEFAULT)))
 
 

@@ -284,6 +284,11 @@ def _format_parameter(what: str) -> OpenApiParameter:
     )
 
 
+def _json_or_markdown(output: type[serializers.Serializer[Any]]) -> dict[Any, Any]:
+    """The answers of a view that speaks JSON, or markdown with ``?format=md``."""
+    return {(200, "application/json"): output, (200, "text/markdown"): {"type": "string"}}
+
+
 STRICT_PARAMETER = OpenApiParameter(
     "strict",
     {"type": "string", "enum": sorted(STRICT_WORDS)},
@@ -302,10 +307,7 @@ class StateApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="state_show",
-        responses={
-            (200, "application/json"): StateOutput,
-            (200, "text/markdown"): {"type": "string"},
-        },
+        responses=_json_or_markdown(StateOutput),
         extensions=raises(
             "UNKNOWN_FIELD", "INVALID_VALUE", "STATE_MALFORMED_SOURCE", "STATE_TOO_LARGE"
         ),
@@ -390,10 +392,7 @@ class SnapshotApi(APIView):
     @extend_schema(
         tags=TAG,
         operation_id="state_snapshot",
-        responses={
-            (200, "application/json"): SnapshotOutput,
-            (200, "text/markdown"): {"type": "string"},
-        },
+        responses=_json_or_markdown(SnapshotOutput),
         extensions=raises(
             "UNKNOWN_FIELD", "INVALID_VALUE", "STATE_RECORD_NOT_FOUND", "STATE_TOO_LARGE"
         ),

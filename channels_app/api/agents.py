@@ -189,14 +189,14 @@ class AgentListApi(APIView):
         ),
     )
     def get(self, request: AgentRequest) -> Any:
-        after, limit = pages.window_parse(
+        window = pages.window_parse(
             request.query_params, lambda value: check_agent_name(value, field="after")
         )
         session = request.query_params.get("session")
         channel = (
             None if session is None else selectors.channel_get(session, viewer=request.user.name)
         )
-        page = registry_page(viewer=request.user.name, after=after, limit=limit, session=channel)
+        page = registry_page(viewer=request.user.name, window=window, session=channel)
         return pages.page_response("agents", page)
 
 

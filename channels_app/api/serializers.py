@@ -110,6 +110,31 @@ MEMBERS_HELP = (
 )
 
 
+def _topic_field(**default: Any) -> StrictCharField:
+    """A channel's topic, optional (``default``: a create's), as a create and an update take it."""
+    return StrictCharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=TOPIC_MAX,
+        openapi=openapi.one_line(max_length=TOPIC_MAX),
+        help_text="one line, like a title (no control character or line separator)",
+        **default,
+    )
+
+
+def _members_field(**default: Any) -> StrictListField:
+    """A channel's members, optional (``default``: a create's), as a create and an update take
+    them."""
+    return StrictListField(
+        child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
+        required=False,
+        max_length=MEMBERS_MAX,
+        help_text=MEMBERS_HELP,
+        **default,
+    )
+
+
 class ChannelCreateInput(StrictSerializer):
     name = StrictCharField(
         trim_whitespace=False,
@@ -119,42 +144,16 @@ class ChannelCreateInput(StrictSerializer):
         "synced folder cannot hold (state.md, Windows device names such as CON or nul.txt, a "
         "trailing dot)",
     )
-    topic = StrictCharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        default="",
-        max_length=TOPIC_MAX,
-        openapi=openapi.one_line(max_length=TOPIC_MAX),
-        help_text="one line, like a title (no control character or line separator)",
-    )
-    members = StrictListField(
-        child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
-        required=False,
-        default=list,
-        max_length=MEMBERS_MAX,
-        help_text=MEMBERS_HELP,
-    )
+    topic = _topic_field(default="")
+    members = _members_field(default=list)
     visibility = VisibilityField(
         required=False, default=Channel.Visibility.OPEN, help_text=VISIBILITY_HELP
     )
 
 
 class ChannelUpdateInput(StrictSerializer):
-    topic = StrictCharField(
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        max_length=TOPIC_MAX,
-        openapi=openapi.one_line(max_length=TOPIC_MAX),
-        help_text="one line, like a title (no control character or line separator)",
-    )
-    members = StrictListField(
-        child=StrictCharField(trim_whitespace=False, openapi=openapi.AGENT_NAME),
-        required=False,
-        max_length=MEMBERS_MAX,
-        help_text=MEMBERS_HELP,
-    )
+    topic = _topic_field()
+    members = _members_field()
     visibility = VisibilityField(required=False, help_text=VISIBILITY_HELP)
 
 

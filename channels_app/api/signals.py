@@ -25,7 +25,7 @@ from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app import selectors, services, signals
 from channels_app.api.serializers import INPUT_CODES, claimed_sender_field, reply_to_field
-from channels_app.api.views import limit_param, parse_int_param
+from channels_app.api.views import after_seq_param, limit_param
 
 TAG = ["signals"]
 # Text without NUL holding something besides whitespace (Python's, which the service strips).
@@ -154,7 +154,7 @@ class SignalListPostApi(APIView):
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
         unread_only = _unread_only(request)
-        after = parse_int_param(request, "after", code="INVALID_SEQ")
+        after = after_seq_param(request)
         limit = limit_param(request, maximum=signals.SIGNALS_MAX, default=signals.SIGNALS_DEFAULT)
         channel = selectors.channel_get(name, viewer=request.user.name)
         page = signals.signal_list(

@@ -25,40 +25,22 @@ from channels_app import approvals, events, records, search, selectors, services
 from channels_app.api import serializers as s
 
 
-def parse_int_param(
-    request: AgentRequest,
-    name: str,
-    *,
-    code: str,
-    minimum: int = 0,
-    maximum: int | None = None,
-    default: int | None = None,
-) -> int | None:
-    """A query parameter through the one integer parser (ASCII digits, bounded)."""
-    return int_parse(
-        request.query_params.get(name),
-        field=name,
-        code=code,
-        minimum=minimum,
-        maximum=maximum,
-        default=default,
-    )
+def after_seq_param(request: AgentRequest) -> int | None:
+    """``?after=``: a seq in ASCII digits, None when absent. Raises INVALID_SEQ."""
+    return int_parse(request.query_params.get("after"), field="after", code="INVALID_SEQ")
 
 
 def limit_param(request: AgentRequest, *, maximum: int, default: int) -> int:
     """``?limit=``: 1 to ``maximum``, ``default`` when absent. Raises INVALID_VALUE."""
-    limit = parse_int_param(
-        request, "limit", code="INVALID_VALUE", minimum=1, maximum=maximum, default=default
-    )
-    assert limit is not None  # it has a default
-    return limit
+    return pages.limit_parse(request.query_params.get("limit"), maximum=maximum, default=default)
 
 
 def peek_window(request: AgentRequest) -> tuple[int | None, int]:
     """``?after=&limit=`` of a list read like peek (messages, events): the first ``limit``
     after ``after``, or the last ``limit`` without it. Raises INVALID_SEQ, INVALID_VALUE."""
-    after = parse_int_param(request, "after", code="INVALID_SEQ")
-    return after, limit_param(request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT)
+    return after_seq_param(request), limit_param(
+        request, maximum=selectors.PEEK_MAX, default=selectors.PEEK_DEFAULT
+    )
 
 
 class ChannelListCreateApi(APIView):

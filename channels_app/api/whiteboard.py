@@ -67,11 +67,9 @@ class WhiteboardListApi(APIView):
         )
     )
     def get(self, request: AgentRequest, name: str) -> HttpResponse:
-        after, limit = pages.window_parse(request.query_params, whiteboard.after_key_check)
+        window = pages.window_parse(request.query_params, whiteboard.after_key_check)
         channel = selectors.channel_get(name, viewer=request.user.name)
-        page = whiteboard.entry_list(
-            channel=channel, viewer=request.user.name, after=after, limit=limit
-        )
+        page = whiteboard.entry_list(channel=channel, viewer=request.user.name, window=window)
         return pages.page_response("entries", page)
 
 

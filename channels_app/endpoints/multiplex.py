@@ -112,14 +112,7 @@ def _command_parse(message: dict[str, Any]) -> tuple[str, str, int | None]:
     channel = command["channel"]
     if not isinstance(channel, str):
         raise AppError("INVALID_TYPE", "channel must be a string", detail={"field": "channel"})
-    since = command.get("since")
-    if since is not None and (type(since) is not int or not 0 <= since <= SEQ_MAX):
-        raise AppError(
-            "INVALID_SEQ",
-            f"since must be null or an integer from 0 to {SEQ_MAX}",
-            detail={"field": "since"},
-        )
-    return op, channel, since
+    return op, channel, _since_checked(command, code="INVALID_SEQ", what="an integer")
 
 
 class _Multiplexed:
@@ -345,14 +338,18 @@ def _inbox_command_parse(command: dict[str, Any]) -> tuple[str, int | None]:
             "INVALID_VALUE", "kind must be inbox", detail={"field": "kind", "allowed": ["inbox"]}
         )
     op = _op_checked(command, _INBOX_FIELDS)
+    return op, _since_checked(command, code="INVALID_CURSOR", what="an inbox tail")
+
+
+def _since_checked(command: dict[str, Any], *, code: str, what: str) -> int | None:
+    """A frame's ``since``: null (or absent), or ``what``, an integer from 0 to SEQ_MAX (a
+    bool is no integer here). Raises ``code``."""
     since = command.get("since")
     if since is not None and (type(since) is not int or not 0 <= since <= SEQ_MAX):
         raise AppError(
-            "INVALID_CURSOR",
-            f"since must be null or an inbox tail from 0 to {SEQ_MAX}",
-            detail={"field": "since"},
+            code, f"since must be null or {what} from 0 to {SEQ_MAX}", detail={"field": "since"}
         )
-    return op, since
+    return since
 
 
 async def _inbox_command(conn: _Multiplexed, command: dict[str, Any]) -> None:

@@ -56,9 +56,11 @@ from agentchat.core.http.asgi_http import (
     body_read,
     disconnected,
     error_send,
+    failure_send,
     request_check,
     scope_headers,
 )
+from agentchat.core.http.pages import limit_parse
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.revocation import Credential, credential_watch, credentials_gone
@@ -69,7 +71,6 @@ from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.live.transport import SendWindow
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError, error_body, internal_error
-from agentchat.core.rules.validation import int_parse
 from channels_app import envelopes
 from channels_app.envelopes import MonitorCursor
 from channels_app.inbox import inbox_page
@@ -190,13 +191,8 @@ class _Source:
 
 
 def _limit(query: dict[str, str]) -> int:
-    return int_parse(
-        query.get("limit"),
-        field="limit",
-        code="INVALID_VALUE",
-        minimum=1,
-        maximum=envelopes.INBOX_LIMIT_MAX,
-        default=envelopes.INBOX_LIMIT_DEFAULT,
+    return limit_parse(
+        query.get("limit"), maximum=envelopes.INBOX_LIMIT_MAX, default=envelopes.INBOX_LIMIT_DEFAULT
     )
 
 
@@ -457,12 +453,10 @@ async def follow_serve(
             await layer.group_add(source.group, inbox)
             try:
                 first = await source.read()
-            except AppError as exc:
-                await error_send(send, exc)
-                return
-            except Exception:
-                logger.exception("live follow failed before it started")
-                await error_send(send, internal_error())
+            except Exception as exc:
+                await failure_send(
+                    send, exc, log=logger, what="live follow failed before it started"
+                )
                 return
             wake = asyncio.Event()
             rings = asyncio.ensure_future(_ring_feed(layer, inbox, source, wake))

@@ -15,15 +15,15 @@ from agentchat.core.http.asgi_http import (
     Send,
     body_read,
     disconnected,
-    error_send,
+    failure_send,
     json_send,
     request_check,
 )
+from agentchat.core.http.pages import limit_parse
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
-from agentchat.core.rules.errors import AppError, internal_error
-from agentchat.core.rules.validation import int_parse, number_parse
+from agentchat.core.rules.validation import number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
 
@@ -66,14 +66,7 @@ class WaitEndpoint:
             query = scope_query(scope)
             query_check(query, WAIT_PARAMETERS)
             timeout = parse_timeout(query.get("timeout"))
-            limit = int_parse(
-                query.get("limit"),
-                field="limit",
-                code="INVALID_VALUE",
-                minimum=1,
-                maximum=READ_LIMIT_MAX,
-                default=READ_LIMIT_MAX,
-            )
+            limit = limit_parse(query.get("limit"), maximum=READ_LIMIT_MAX)
             agent, token = await run_db(
                 token_authenticate,
                 scope_token(scope, allow_query=False),
@@ -82,12 +75,8 @@ class WaitEndpoint:
             channel = await run_db(
                 channel_get, scope["url_route"]["kwargs"]["name"], viewer=agent.name
             )
-        except AppError as exc:
-            await error_send(send, exc)
-            return
-        except Exception:
-            logger.exception("wait failed before parking")
-            await error_send(send, internal_error())
+        except Exception as exc:
+            await failure_send(send, exc, log=logger, what="wait failed before parking")
             return
         abandoned = threading.Event()
         answered = asyncio.Event()
@@ -124,8 +113,5 @@ class WaitEndpoint:
         error = waiting.exception()
         if error is None:
             await json_send(send, 200, waiting.result().body())
-        elif isinstance(error, AppError):
-            await error_send(send, error)
         else:
-            logger.error("wait failed", exc_info=error)
-            await error_send(send, internal_error())
+            await failure_send(send, error, log=logger, what="wait failed")

@@ -47,24 +47,12 @@ def inbox(live, agent: Agentchat, name: str) -> dict:
 
 def test_send_then_receipt_through_the_cli(agents, live):
     alice, bob = agents["alice"], agents["bob"]
-    line = ok(
-        run(
-            alice,
-            "send",
-            "bob",
-            "Please inspect this result",
-            "--conversation-id",
-            "task-42",
-            "--correlation-id",
-            "request-7",
-            "--data",
-            '{"priority": 2}',
-            "--meta",
-            "trace_id=abc123",
-            "--id",
-            "msg-cli-1",
-        )
+    send = (
+        *("send", "bob", "Please inspect this result"),
+        *("--conversation-id", "task-42", "--correlation-id", "request-7"),
+        *("--data", '{"priority": 2}', "--meta", "trace_id=abc123", "--id", "msg-cli-1"),
     )
+    line = ok(run(alice, *send))
     assert line == "sent msg-cli-1 -> bob (conversation task-42)\n"
     [delivery] = inbox(live, bob, "bob")["deliveries"]
     envelope = delivery["envelope"]
@@ -73,27 +61,7 @@ def test_send_then_receipt_through_the_cli(agents, live):
     assert envelope["metadata"] == {"trace_id": "abc123"}
 
     # A retry with the same id is the stored envelope, never a second one; --json is its body.
-    again = json.loads(
-        ok(
-            run(
-                alice,
-                "send",
-                "bob",
-                "Please inspect this result",
-                "--conversation-id",
-                "task-42",
-                "--correlation-id",
-                "request-7",
-                "--data",
-                '{"priority": 2}',
-                "--meta",
-                "trace_id=abc123",
-                "--id",
-                "msg-cli-1",
-                "--json",
-            )
-        )
-    )
+    again = json.loads(ok(run(alice, *send, "--json")))
     assert again == envelope
     assert inbox(live, bob, "bob")["tail"] == 1
 

@@ -101,6 +101,14 @@ async def http(world: dict[str, Any], agent: str, method: str, path: str, **kw: 
     return await anyio.to_thread.run_sync(call)
 
 
+async def subscribe_legacy(client: McpClient, *uris: str) -> None:
+    """``resources/subscribe`` each of ``uris`` (the SDK's legacy mode, which it warns about)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        for uri in uris:
+            await client.subscribe_resource(uri)
+
+
 def error_text(result: types.CallToolResult) -> str:
     assert result.is_error is True
     [content] = result.content
@@ -237,9 +245,7 @@ async def test_legacy_subscription_is_notified_within_a_second(world: dict[str, 
     async with McpClient(
         server_params(world, "alice"), mode="legacy", message_handler=on_message
     ) as client:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await client.subscribe_resource(UNREAD)
+        await subscribe_legacy(client, UNREAD)
         # Not relevant to alice: no update of her unread view.
         await http(
             world, "bob", "POST", "channels/review/messages/", json={"title": "x", "to": "carol"}
@@ -360,10 +366,7 @@ async def test_two_channels_are_followed_over_one_websocket(world: dict[str, Any
     params = server_params({**world, "url": await proxy.start()}, "alice")
     try:
         async with McpClient(params, mode="legacy", message_handler=on_message) as client:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.subscribe_resource(UNREAD)
-                await client.subscribe_resource(design)
+            await subscribe_legacy(client, UNREAD, design)
             post = {"json": {"title": "ping"}}
             await http(world, "bob", "POST", "channels/review/messages/", **post)
             review_took = await notified(UNREAD, 1)
@@ -556,9 +559,7 @@ async def with_fake_stream(
     params = server_params({**world, "url": await proxy.start()}, "alice")
     try:
         async with McpClient(params, mode="legacy", message_handler=notified) as client:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.subscribe_resource(UNREAD)
+            await subscribe_legacy(client, UNREAD)
             await test(client, fake, notified)
     finally:
         await proxy.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,17 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client as McpClient
-from mcp.shared.exceptions import MCPDeprecationWarning
 
 from agentchat.client.api import Client
-from tests.client.test_mcp import UNREAD, CountingProxy, Notified, error_text, http, server_params
+from tests.client.test_mcp import (
+    UNREAD,
+    CountingProxy,
+    Notified,
+    error_text,
+    http,
+    server_params,
+    subscribe_legacy,
+)
 
 INBOX = "agentchat://inbox"
 
@@ -36,35 +42,19 @@ def body(result: types.CallToolResult) -> dict[str, Any]:
 
 
 async def test_send_read_inbox_and_receipt(world: dict[str, Any]) -> None:
+    send = {
+        "to": "bob",
+        "text": "Please inspect this result",
+        "data": {"priority": 2},
+        "conversation_id": "task-42",
+        "metadata": {"trace_id": "abc123"},
+        "id": "msg-mcp-1",
+    }
     async with McpClient(server_params(world, "alice")) as alice:
-        sent = body(
-            await alice.call_tool(
-                "send_direct",
-                {
-                    "to": "bob",
-                    "text": "Please inspect this result",
-                    "data": {"priority": 2},
-                    "conversation_id": "task-42",
-                    "metadata": {"trace_id": "abc123"},
-                    "id": "msg-mcp-1",
-                },
-            )
-        )
+        sent = body(await alice.call_tool("send_direct", send))
         assert sent["schema"] == "agent-chat/envelope.v1"
         assert (sent["id"], sent["from"], sent["to"]) == ("msg-mcp-1", "alice", "bob")
-        again = body(
-            await alice.call_tool(
-                "send_direct",
-                {
-                    "to": "bob",
-                    "text": "Please inspect this result",
-                    "data": {"priority": 2},
-                    "conversation_id": "task-42",
-                    "metadata": {"trace_id": "abc123"},
-                    "id": "msg-mcp-1",
-                },
-            )
-        )
+        again = body(await alice.call_tool("send_direct", send))
         assert again == sent  # a retry: the stored envelope
         async with McpClient(server_params(world, "bob")) as bob:
             page = body(await bob.call_tool("read_inbox", {}))
@@ -123,9 +113,7 @@ async def test_the_inbox_resource_is_pushed_within_a_second(world: dict[str, Any
     async with McpClient(
         server_params(world, "alice"), mode="legacy", message_handler=on_message
     ) as client:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)
-            await client.subscribe_resource(INBOX)
+        await subscribe_legacy(client, INBOX)
         # alice's own send (to bob's inbox) does not touch hers.
         await client.call_tool("send_direct", {"to": "bob", "text": "mine"})
         await http(
@@ -177,10 +165,7 @@ async def test_an_envelope_sent_while_the_websocket_is_down_is_notified_once_bac
     send = {"json": {"to": "alice", "text": "x"}}
     try:
         async with McpClient(params, mode="legacy", message_handler=on_message) as client:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.subscribe_resource(INBOX)
-                await client.subscribe_resource(UNREAD)  # a channel beside it, one websocket
+            await subscribe_legacy(client, INBOX, UNREAD)  # a channel beside it, one websocket
             await http(world, "bob", "POST", "/v1/agents/bob/messages", **send)
             await on_message.until(INBOX, 1)
             assert (proxy.opened, proxy.most_open) == (1, 1)

@@ -13,6 +13,7 @@ long-poll, and the websocket handshake checks.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -20,7 +21,7 @@ from urllib.parse import parse_qsl
 from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
 
-from agentchat.core.rules.errors import AppError, error_render
+from agentchat.core.rules.errors import AppError, error_render, internal_error
 from agentchat.core.rules.validation import request_too_large
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -177,6 +178,17 @@ async def json_send(
 async def error_send(send: Send, exc: AppError) -> None:
     rendered = error_render(exc)
     await json_send(send, rendered.status, rendered.content(), rendered.headers)
+
+
+async def failure_send(send: Send, exc: BaseException, *, log: logging.Logger, what: str) -> None:
+    """The answer of a request that failed before its response started: an ``AppError`` as
+    itself; anything else logged on ``log`` (``what``, with its traceback) and answered as the
+    error table's 500."""
+    if isinstance(exc, AppError):
+        await error_send(send, exc)
+    else:
+        log.error(what, exc_info=exc)
+        await error_send(send, internal_error())
 
 
 async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:

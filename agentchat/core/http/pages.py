@@ -45,6 +45,15 @@ PLAN_FIRST = 8
 ROW_OVERHEAD = 256
 
 
+class PageWindow(NamedTuple):
+    """The page a list request asks for: the items after the key ``after`` (exclusive; None
+    from the first), at most ``limit`` of them. Parsed once at the boundary (``window_parse``),
+    passed down to the selector and ``list_page`` as one value."""
+
+    after: str | None = None
+    limit: int = LIST_LIMIT_MAX
+
+
 class ListPage(NamedTuple):
     parts: list[bytes]  # each item's JSON, in key order
     more: bool  # items remain after the last one
@@ -86,16 +95,18 @@ def size_of(*columns: str | Expression | Subquery[Any], overhead: int = ROW_OVER
     return total
 
 
-def limit_parse(raw: str | None) -> int:
-    """``?limit=``: 1-LIST_LIMIT_MAX in ASCII digits, LIST_LIMIT_MAX when absent. Raises
-    INVALID_VALUE."""
+def limit_parse(
+    raw: str | None, *, maximum: int = LIST_LIMIT_MAX, default: int | None = None
+) -> int:
+    """``?limit=`` of any list or read: 1-``maximum`` in ASCII digits, ``default`` (else
+    ``maximum``) when absent. Raises INVALID_VALUE."""
     return int_parse(
         raw,
         field="limit",
         code="INVALID_VALUE",
         minimum=1,
-        maximum=LIST_LIMIT_MAX,
-        default=LIST_LIMIT_MAX,
+        maximum=maximum,
+        default=maximum if default is None else default,
     )
 
 
@@ -108,13 +119,11 @@ def after_parse(raw: str | None, check: Callable[[str], object]) -> str | None:
     return raw
 
 
-def window_parse(
-    query: Mapping[str, str], after_check: Callable[[str], object]
-) -> tuple[str | None, int]:
+def window_parse(query: Mapping[str, str], after_check: Callable[[str], object]) -> PageWindow:
     """A list page's ``?after=&limit=`` (``after_parse`` with the key's own rule, then
     ``limit_parse``; the limit judged first)."""
     limit = limit_parse(query.get("limit"))
-    return after_parse(query.get("after"), after_check), limit
+    return PageWindow(after_parse(query.get("after"), after_check), limit)
 
 
 def _plan(
@@ -145,20 +154,20 @@ def list_page(
     *,
     key: str,
     size: Expression,
-    after: str | None,
-    limit: int,
+    window: PageWindow,
     load: Callable[[QuerySet[Any]], Iterable[Any]],
     render: Callable[[Any], dict[str, Any]],
     max_bytes: int | None = None,
     plan_first: int = PLAN_FIRST,
 ) -> ListPage:
-    """The page of ``rows`` after the key ``after``, ordered by ``key`` (a unique column): at
-    most ``limit`` items and about ``max_bytes`` (AGENTCHAT_READ_MAX_BYTES) of JSON, at least
-    one. ``size`` is the row's planned size (``size_of``); ``load`` fetches the planned rows
-    (a queryset of them, in key order) with what ``render`` needs, and ``render`` makes an
-    item's record. ``plan_first`` is how many rows the first planning query sizes: a list
-    whose sizes come from short text columns only (no JSON to convert) plans in one query with
-    ``LIST_LIMIT_MAX + 1``."""
+    """The page ``window`` of ``rows``, ordered by ``key`` (a unique column): the items after
+    the key ``window.after``, at most ``window.limit`` of them and about ``max_bytes``
+    (AGENTCHAT_READ_MAX_BYTES) of JSON, at least one. ``size`` is the row's planned size
+    (``size_of``); ``load`` fetches the planned rows (a queryset of them, in key order) with
+    what ``render`` needs, and ``render`` makes an item's record. ``plan_first`` is how many
+    rows the first planning query sizes: a list whose sizes come from short text columns only
+    (no JSON to convert) plans in one query with ``LIST_LIMIT_MAX + 1``."""
+    after, limit = window
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     rows = rows.order_by(key)
     while True:

@@ -44,6 +44,14 @@ def ts_parse(text: str) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
+def row_time(row: Any, field: str) -> str | None:
+    """One of a row's times in its record (a lease's, a lock's): as an import kept it in
+    ``row.spellings`` while it names the stored instant, else in microseconds; None stays
+    None."""
+    value = getattr(row, field)
+    return None if value is None else ts_spelled(value, row.spellings, field, ts_micros)
+
+
 def ts_spelled(
     value: datetime, spellings: dict[str, Any] | None, field: str, spell: Callable[[datetime], str]
 ) -> str:

@@ -27,7 +27,6 @@ from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest,
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_agent_name
-from agentchat.core.rules.validation import int_parse
 from channels_app import contacts, envelopes, inbox, monitor
 from channels_app.api.v1 import serializers as s
 from channels_app.services import (
@@ -89,11 +88,8 @@ def owner_and_body(
 
 
 def limit_of(request: Request) -> int:
-    return int_parse(
+    return pages.limit_parse(
         request.query_params.get("limit"),
-        field="limit",
-        code="INVALID_VALUE",
-        minimum=1,
         maximum=envelopes.INBOX_LIMIT_MAX,
         default=envelopes.INBOX_LIMIT_DEFAULT,
     )
@@ -220,10 +216,10 @@ class ContactListApi(APIView):
     )
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         owner = owner_of(request, agent_id)
-        after, limit = pages.window_parse(
+        window = pages.window_parse(
             request.query_params, lambda raw: check_agent_name(raw, field="after")
         )
-        page = contacts.contact_list(owner=owner, after=after, limit=limit)
+        page = contacts.contact_list(owner=owner, window=window)
         return pages.page_response("contacts", page)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.channels_app.v1 import doc_client
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
-from tests.conftest import ServerProcess
+from tests.conftest import server_of_its_own
 
 ADMIN_TOKEN = "admin-" + "k" * 40
 CARD = {
@@ -27,10 +27,8 @@ CARD = {
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        process = ServerProcess(env={"AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN})
-    yield process
-    process.stop()
+    with server_of_its_own(django_db_blocker, {"AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN}) as process:
+        yield process
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from channels_app.services import envelope_send
 from channels_app.services import envelopes as envelope_services
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
 from tests.channels_app.v1.test_races import _second_waits
-from tests.conftest import ServerProcess
+from tests.conftest import server_of_its_own
 
 ADMIN_TOKEN = "admin-" + "s" * 40
 HEARTBEAT = 0.3
@@ -31,18 +31,15 @@ HEARTBEAT = 0.3
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        process = ServerProcess(
-            env={
-                "AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN,
-                "AGENTCHAT_SSE_HEARTBEAT_SECONDS": str(HEARTBEAT),
-                "AGENTCHAT_REVOCATION_CHECK_SECONDS": "0.5",
-                # Two hundred follows of bob's below (the cap: test_sse_bounds.py).
-                "AGENTCHAT_SSE_MAX_PER_AGENT": "256",
-            }
-        )
-    yield process
-    process.stop()
+    env = {
+        "AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "AGENTCHAT_SSE_HEARTBEAT_SECONDS": str(HEARTBEAT),
+        "AGENTCHAT_REVOCATION_CHECK_SECONDS": "0.5",
+        # Two hundred follows of bob's below (the cap: test_sse_bounds.py).
+        "AGENTCHAT_SSE_MAX_PER_AGENT": "256",
+    }
+    with server_of_its_own(django_db_blocker, env) as process:
+        yield process
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from agentchat.core.models import ApiToken
 from channels_app.endpoints import sse
 from channels_app.services import envelope_send
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
-from tests.conftest import ServerProcess
+from tests.conftest import server_of_its_own
 
 ADMIN_TOKEN = "admin-" + "b" * 40
 CAP = 2
@@ -109,16 +109,13 @@ def test_the_monitors_reads_take_the_gate_by_its_own_key(make_agent, monkeypatch
 
 @pytest.fixture(scope="module")
 def capped(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        process = ServerProcess(
-            env={
-                "AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN,
-                "AGENTCHAT_SSE_MAX_PER_AGENT": str(CAP),
-                "AGENTCHAT_SSE_MAX_MONITOR": "1",
-            }
-        )
-    yield process
-    process.stop()
+    env = {
+        "AGENT_CHAT_ADMIN_TOKEN": ADMIN_TOKEN,
+        "AGENTCHAT_SSE_MAX_PER_AGENT": str(CAP),
+        "AGENTCHAT_SSE_MAX_MONITOR": "1",
+    }
+    with server_of_its_own(django_db_blocker, env) as process:
+        yield process
 
 
 def _refused(client: AgentChat, follow) -> dict:

@@ -24,17 +24,15 @@ from django.db import transaction
 from agentchat.core.identity.services import token_create
 from agentchat.models import StateSnapshot
 from channels_app.models import Channel
-from tests.conftest import ServerProcess, auth
+from tests.conftest import ServerProcess, auth, server_of_its_own
 from tests.errors import error_code as code
 
 
 @pytest.fixture(scope="module")
 def server(django_db_setup: Any, django_db_blocker: Any) -> Iterator[ServerProcess]:
     env = {"AGENTCHAT_HEAVY_QUEUE_PER_AGENT": "1", "AGENTCHAT_HEAVY_BUDGET_SECONDS": "600"}
-    with django_db_blocker.unblock():
-        process = ServerProcess(env=env)
-    yield process
-    process.stop()
+    with server_of_its_own(django_db_blocker, env) as process:
+        yield process
 
 
 def raw_request(server: ServerProcess, method: str, path: str, token: str) -> socket.socket:
