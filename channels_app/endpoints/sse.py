@@ -47,6 +47,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http.request import MediaType
 
+from agentchat.core.db.faults import fault_or_internal
 from agentchat.core.db.heavy import heavy_gate, work_budget
 from agentchat.core.db.transactions import run_db, run_db_heavy
 from agentchat.core.http.asgi_http import (
@@ -483,9 +484,11 @@ async def follow_serve(
             except AppError as exc:
                 await error_send(send, exc)
                 return
-            except Exception:
-                logger.exception("live follow failed before it started")
-                await error_send(send, internal_error())
+            except Exception as exc:
+                refusal = fault_or_internal(exc)  # the database down: 503, not 500
+                if refusal.code == "INTERNAL_ERROR":
+                    logger.exception("live follow failed before it started")
+                await error_send(send, refusal)
                 return
             wake = asyncio.Event()
             rings = asyncio.ensure_future(_ring_feed(layer, inbox, source, wake))
@@ -518,8 +521,10 @@ async def _ended(stream: _Stream, writing: asyncio.Future[Any]) -> None:
     elif isinstance(error, _TooSlow):
         await stream.end()
     else:
-        logger.error("live follow failed", exc_info=error)
-        await stream.end(_error_event(internal_error()))
+        ending = fault_or_internal(error)
+        if ending.code == "INTERNAL_ERROR":
+            logger.error("live follow failed", exc_info=error)
+        await stream.end(_error_event(ending))
 
 
 async def _follow(

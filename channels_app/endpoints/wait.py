@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 
+from agentchat.core.db.faults import fault_or_internal
 from agentchat.core.db.transactions import run_db
 from agentchat.core.http.asgi_http import (
     Receive,
@@ -22,7 +23,7 @@ from agentchat.core.http.asgi_http import (
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
-from agentchat.core.rules.errors import AppError, internal_error
+from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import int_parse, number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
@@ -85,9 +86,11 @@ class WaitEndpoint:
         except AppError as exc:
             await error_send(send, exc)
             return
-        except Exception:
-            logger.exception("wait failed before parking")
-            await error_send(send, internal_error())
+        except Exception as exc:
+            error = fault_or_internal(exc)  # the database down: 503 DATABASE_UNAVAILABLE
+            if error.code == "INTERNAL_ERROR":
+                logger.exception("wait failed before parking")
+            await error_send(send, error)
             return
         abandoned = threading.Event()
         answered = asyncio.Event()
@@ -127,5 +130,7 @@ class WaitEndpoint:
         elif isinstance(error, AppError):
             await error_send(send, error)
         else:
-            logger.error("wait failed", exc_info=error)
-            await error_send(send, internal_error())
+            answer = fault_or_internal(error)
+            if answer.code == "INTERNAL_ERROR":
+                logger.error("wait failed", exc_info=error)
+            await error_send(send, answer)
