@@ -49,7 +49,6 @@ def test_kill_9_mid_burst_loses_nothing_acknowledged(transactional_db, make_agen
             replacement = ServerProcess()  # the same SQLite file, as a supervisor restarts it
             live.append(replacement.url)
         clients.join(timeout=60)
-        print("STATUSES", dict(client.statuses), acked.count())
         assert not client.faults, client.faults
         assert len(acked.posts) == 2 * POSTS
         assert acked.claims == set(task_ids)

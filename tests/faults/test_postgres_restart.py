@@ -74,7 +74,6 @@ def test_postgres_restart_answers_503_then_recovers_and_loses_nothing(
             assert int(r.headers["Retry-After"]) >= 1
         pg.start()
         clients.join(timeout=60)
-        print("STATUSES", dict(client.statuses))
         assert not client.faults, client.faults
         assert client.statuses[(503, "DATABASE_UNAVAILABLE")] >= 1, dict(client.statuses)
         assert len(acked.posts) == 2 * POSTS
