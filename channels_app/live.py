@@ -511,7 +511,7 @@ async def message_stream(
     if credential is None and token_id is not None:
         credential = Credential(token_id=token_id)
     layer = get_channel_layer()
-    inbox = await layer.new_channel()
+    inbox = await inbox_open(layer)  # None: the layer is down (Redis), the sweeps find it all
     group = channel_group(channel.pk)
     stream = MessageStream(
         channel=channel, viewer=viewer, sweep_seconds=sweep_seconds, credential=credential
@@ -519,9 +519,10 @@ async def message_stream(
     tasks: list[asyncio.Future[Any]] = []
     try:
         async with credential_watch(credential if watch else None) as revoked:
-            await layer.group_add(group, inbox)
+            rung = inbox is not None and await group_join(layer, group, inbox)
             await stream.open(since)
-            tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
+            if rung and inbox is not None:
+                tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
             tasks.append(asyncio.ensure_future(_revocation(revoked, stream)))
             yield stream
     finally:

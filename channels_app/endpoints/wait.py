@@ -87,10 +87,10 @@ class WaitEndpoint:
             await error_send(send, exc)
             return
         except Exception as exc:
-            error = fault_or_internal(exc)  # the database down: 503 DATABASE_UNAVAILABLE
-            if error.code == "INTERNAL_ERROR":
+            refused = fault_or_internal(exc)  # the database down: 503 DATABASE_UNAVAILABLE
+            if refused.code == "INTERNAL_ERROR":
                 logger.exception("wait failed before parking")
-            await error_send(send, error)
+            await error_send(send, refused)
             return
         abandoned = threading.Event()
         answered = asyncio.Event()
@@ -130,7 +130,7 @@ class WaitEndpoint:
         elif isinstance(error, AppError):
             await error_send(send, error)
         else:
-            answer = fault_or_internal(error)
-            if answer.code == "INTERNAL_ERROR":
+            refusal = fault_or_internal(error)
+            if refusal.code == "INTERNAL_ERROR":
                 logger.error("wait failed", exc_info=error)
-            await error_send(send, answer)
+            await error_send(send, refusal)

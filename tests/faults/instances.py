@@ -28,10 +28,11 @@ from tests.signals import wait_until
 
 
 def postgres_bin() -> Path | None:
-    found = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
-        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
-    )
+    def version(pg_ctl: str) -> int:
+        name = Path(pg_ctl).parent.parent.name
+        return int(name) if name.isdigit() else 0
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=version)
     return Path(found[-1]).parent if found else None
 
 
@@ -126,11 +127,9 @@ class PrivateRedis:
         self.start()
 
     def start(self) -> None:
+        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1"]
         self.proc = subprocess.Popen(
-            [
-                self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no",
-            ],  # fmt: skip
+            [*command, "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -61,9 +61,7 @@ def test_disk_full_answers_507_keeps_reads_and_writes_nothing_half(transactional
     _, alice = make_agent("alice")
     source = Path(connection.settings_dict["NAME"])
     where = _mount_tmpfs(source.stat().st_size + 6 * 1024 * 1024)
-    require_service(
-        "a tmpfs mount (root)", where is not None, "mount -t tmpfs is not allowed here"
-    )
+    require_service("a tmpfs mount (root)", where is not None, "mount -t tmpfs is not allowed here")
     assert where is not None
     server = None
     try:

@@ -34,9 +34,7 @@ from tests.faults.workload import (
 POSTS = 40
 
 
-def test_postgres_restart_answers_503_then_recovers_and_loses_nothing(
-    transactional_db, make_agent
-):
+def test_postgres_restart_answers_503_then_recovers_and_loses_nothing(transactional_db, make_agent):
     if connection.vendor != "postgresql":
         pytest.skip("the PostgreSQL suite runs it (see the module's docstring)")
     tokens = {name: make_agent(name)[1] for name in ("alice", "bob", "carol", "dave")}

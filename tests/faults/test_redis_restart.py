@@ -40,9 +40,7 @@ def test_redis_restart_loses_no_message_and_leaks_nothing(transactional_db, make
     rds = PrivateRedis()
     server = None
     try:
-        server = ServerProcess(
-            env={"REDIS_URL": rds.url, "AGENTCHAT_STREAM_SWEEP_SECONDS": "1"}
-        )
+        server = ServerProcess(env={"REDIS_URL": rds.url, "AGENTCHAT_STREAM_SWEEP_SECONDS": "1"})
         r = httpx.post(f"{server.url}/api/v1/channels/", json={"name": "rr"}, headers=auth(alice))
         assert r.status_code == 201
         group = redis_group_channel(rds.url, channel_group(Channel.objects.get(name="rr").pk))
@@ -116,14 +114,12 @@ def test_redis_restart_loses_no_message_and_leaks_nothing(transactional_db, make
         asyncio.run(live_wave(fault=False))
         wait_until(lambda: group_subscribers() == 0, what="the first wave left the group")
         before = settled()
-        waited, streamed, reconnects = asyncio.run(live_wave(fault=True))
+        waited, streamed, _ = asyncio.run(live_wave(fault=True))
         expected = list(range(POSTS + 1, 2 * POSTS + 1))
         for got in waited + streamed:
             assert got == expected, got  # every message, once, in order
         rds.start()  # empty: the server's layer reconnects and subscribes again
-        wait_until(
-            lambda: subscriptions() >= before[0], timeout=15, what="the layer resubscribed"
-        )
+        wait_until(lambda: subscriptions() >= before[0], timeout=15, what="the layer resubscribed")
         waited, streamed, _ = asyncio.run(live_wave(fault=False))  # the doorbell works again
         for got in waited + streamed:
             assert got == list(range(2 * POSTS + 1, 3 * POSTS + 1)), got

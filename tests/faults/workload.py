@@ -204,6 +204,6 @@ def check_nothing_lost(cursor: Any, acked: Acked, *, claimer_name: str, locker_n
         assert len(holders) == 1, f"{path} locked twice: {holders}"
     for path, lock_id in acked.locks.items():
         assert by_path.get(path) == [lock_id], f"acknowledged lock of {path} lost"
-    assert len(
-        [1 for status, _, _ in audits if status == "path.locked"]
-    ) == len(records), "a path.locked audit message without its lock"
+    assert len([1 for status, _, _ in audits if status == "path.locked"]) == len(records), (
+        "a path.locked audit message without its lock"
+    )

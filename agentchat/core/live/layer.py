@@ -62,7 +62,7 @@ def channels_held(layer: Any) -> set[str] | None:
     return None if state is None else set(state[0])
 
 
-async def inbox_close(layer: Any, inbox: str, groups: Iterable[str] = ()) -> None:
+async def inbox_close(layer: Any, inbox: str | None, groups: Iterable[str] = ()) -> None:
     """Leave ``groups`` and free ``inbox``.
 
     Channels has no call that deletes a channel: the in-memory layer keeps rings that arrived
@@ -74,6 +74,8 @@ async def inbox_close(layer: Any, inbox: str, groups: Iterable[str] = ()) -> Non
     to them again when it reconnects (a leaked subscription per wait or stream that ended
     during the outage); what could not be unsubscribed is forgotten instead (``_forget``).
     """
+    if inbox is None:
+        return  # ``inbox_open`` made none: nothing to leave
     names = [inbox, *(_group_name(layer, group) for group in groups)]
     try:
         for group in groups:

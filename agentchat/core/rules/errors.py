@@ -372,8 +372,8 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "DATABASE_UNAVAILABLE",
         503,
-        "the database is down, restarting or unreachable: nothing was done unless it was "
-        "committed; retry after Retry-After seconds (posts with their id)",
+        "the database is down, restarting or unreachable (the server reconnects by itself): "
+        "retry after Retry-After seconds; a post retried with its id is stored once",
     ),
     (
         "STORAGE_FULL",
