@@ -48,13 +48,16 @@ def _sqlite_no_table() -> sqlite3.Error:
     raise AssertionError("unreachable")
 
 
+UNAVAILABLE = "DATABASE_UNAVAILABLE"
+
+
 @pytest.mark.parametrize(
     ("make", "code"),
     [
-        (lambda: _wrapped(psycopg.OperationalError("server closed the connection")), "DATABASE_UNAVAILABLE"),
-        (lambda: _wrapped(psycopg.InterfaceError("the connection is closed")), "DATABASE_UNAVAILABLE"),
-        (lambda: _wrapped(psycopg_pool.PoolTimeout("no connection in 5 s")), "DATABASE_UNAVAILABLE"),
-        (lambda: _wrapped(psycopg.errors.AdminShutdown("terminating connection")), "DATABASE_UNAVAILABLE"),
+        (lambda: _wrapped(psycopg.OperationalError("server closed the connection")), UNAVAILABLE),
+        (lambda: _wrapped(psycopg.InterfaceError("the connection is closed")), UNAVAILABLE),
+        (lambda: _wrapped(psycopg_pool.PoolTimeout("no connection in 5 s")), UNAVAILABLE),
+        (lambda: _wrapped(psycopg.errors.AdminShutdown("terminating connection")), UNAVAILABLE),
         (lambda: _wrapped(psycopg.errors.DiskFull("could not extend file")), "STORAGE_FULL"),
         (lambda: _wrapped(_sqlite_full()), "STORAGE_FULL"),
         (lambda: _wrapped(sqlite3.OperationalError("database is locked")), None),  # no code
@@ -62,7 +65,7 @@ def _sqlite_no_table() -> sqlite3.Error:
         (lambda: _wrapped(psycopg.errors.UndefinedTable("no such relation")), None),
         (lambda: ValueError("not the database"), None),
     ],
-)  # fmt: skip
+)
 def test_database_fault_maps_only_unavailability_and_full_disks(make, code):
     fault = database_fault(make())
     assert (fault.code if fault else None) == code
