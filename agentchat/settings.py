@@ -132,7 +132,9 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("DB_POOL_MAX", "10")),
-        "timeout": 20,
+        # How long a request waits for a connection: with PostgreSQL down the pool has none to
+        # give, and the request answers 503 DATABASE_UNAVAILABLE after this (never hangs).
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "5")),
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, include, path
 
 from agentchat import views
+from agentchat.core.db.faults import fault_or_internal
 from agentchat.core.http.me import MeApi
 from agentchat.core.http.schema_views import RedocPage, SchemaApi, SwaggerPage
 from agentchat.core.rules.errors import AppError, error_http_response, internal_error
@@ -50,5 +53,6 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
 
 def handler500(request: HttpRequest) -> HttpResponse:
     if request.path.startswith(("/api/", "/v1/")):
-        return error_http_response(internal_error())
+        error = sys.exc_info()[1]  # Django calls this inside its except block
+        return error_http_response(internal_error() if error is None else fault_or_internal(error))
     return HttpResponse("Internal server error", status=500, content_type="text/plain")

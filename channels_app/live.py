@@ -39,7 +39,7 @@ from agentchat.core.identity.revocation import (
     token_watch,
 )
 from agentchat.core.live.follows import heavy_read
-from agentchat.core.live.layer import inbox_close
+from agentchat.core.live.layer import group_join, inbox_close, inbox_open
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.rules.errors import AppError
 from agentchat.relevance import is_relevant
@@ -197,7 +197,7 @@ async def message_wait(
     after the layer's round trips, in which a client that left would lose it.
     """
     layer = get_channel_layer()
-    inbox = await layer.new_channel()
+    inbox = await inbox_open(layer)  # None: the layer is down (Redis), the sweeps find it all
     group = channel_group(channel.pk)
     parked = _Parked(layer=layer, inbox=inbox, group=group)
     try:
@@ -222,7 +222,7 @@ async def message_wait(
 class _Parked:
     """A wait's subscription: its inbox, and the receive on it that may still be pending."""
 
-    def __init__(self, *, layer: Any, inbox: str, group: str) -> None:
+    def __init__(self, *, layer: Any, inbox: str | None, group: str) -> None:
         self.layer = layer
         self.inbox = inbox
         self.group = group
@@ -259,7 +259,8 @@ class _Parked:
 
         try:
             async with token_watch(token_id) as revoked:
-                await layer.group_add(self.group, inbox)
+                if inbox is not None and not await group_join(layer, self.group, inbox):
+                    inbox = None  # no doorbell: the sweeps look at the database
                 revoked_wait = asyncio.ensure_future(revoked.wait())
                 while True:
                     page = await read()
@@ -275,16 +276,19 @@ class _Parked:
                             return WaitResult(page, timed_out=not page.parts)
                         if sweep_at <= loop.time():
                             break  # a sweep: a message whose ring was lost is found now
-                        if self.receiving is None:
+                        if self.receiving is None and inbox is not None:
                             self.receiving = asyncio.ensure_future(layer.receive(inbox))
                         await asyncio.wait(
-                            {self.receiving, revoked_wait},
+                            {f for f in (self.receiving, revoked_wait) if f is not None},
                             timeout=min(remaining, sweep_at - loop.time()),
                             return_when=asyncio.FIRST_COMPLETED,
                         )
                         if revoked.is_set():
                             raise _token_revoked()
-                        if not self.receiving.done():
+                        if self.receiving is None or not self.receiving.done():
+                            continue
+                        if self.receiving.exception() is not None:  # the layer failed
+                            inbox = self.receiving = None  # the sweeps go on
                             continue
                         ring, self.receiving = self.receiving.result(), None
                         if ring.get("type") != EVENT_TYPE:
@@ -320,12 +324,13 @@ def _sweep_interval(seconds: float | None = None) -> float:
     return seconds * random.uniform(0.8, 1.2)
 
 
-async def _wait_cleanup(layer: Any, group: str, inbox: str, receiving: Any) -> None:
-    await layer.group_discard(group, inbox)
+async def _wait_cleanup(layer: Any, group: str, inbox: str | None, receiving: Any) -> None:
+    if inbox is None:
+        return
     if receiving is not None:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await receiving
-    await inbox_close(layer, inbox)
+    await inbox_close(layer, inbox, [group])  # never raises (Redis down: forgotten)
 
 
 # --- the stream -------------------------------------------------------------------------------
@@ -514,7 +519,7 @@ async def message_stream(
     if credential is None and token_id is not None:
         credential = Credential(token_id=token_id)
     layer = get_channel_layer()
-    inbox = await layer.new_channel()
+    inbox = await inbox_open(layer)  # None: the layer is down (Redis), the sweeps find it all
     group = channel_group(channel.pk)
     stream = MessageStream(
         channel=channel,
@@ -526,9 +531,10 @@ async def message_stream(
     tasks: list[asyncio.Future[Any]] = []
     try:
         async with credential_watch(credential if watch else None) as revoked:
-            await layer.group_add(group, inbox)
+            rung = inbox is not None and await group_join(layer, group, inbox)
             await stream.open(since)
-            tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
+            if rung and inbox is not None:
+                tasks.append(asyncio.ensure_future(_rings(layer, inbox, stream)))
             tasks.append(asyncio.ensure_future(_revocation(revoked, stream)))
             yield stream
     finally:

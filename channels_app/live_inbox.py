@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from agentchat.core.db.transactions import run_db
-from agentchat.core.live.layer import inbox_close
+from agentchat.core.live.layer import group_join, inbox_close, inbox_open
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.models import Agent
 from agentchat.core.rules.errors import AppError
@@ -93,18 +93,19 @@ async def inbox_bell(
     ``since`` beyond the tail). On exit it leaves the group and frees the layer's inbox."""
     agent = await run_db(_inbox_owner, name)
     layer = get_channel_layer()
-    receiver = await layer.new_channel()
+    receiver = await inbox_open(layer)  # None: the layer is down (Redis), sweeps only
     bell = InboxBell(agent=agent, sweep_seconds=sweep_seconds)
     groups = [inbox_group(agent.pk)]
     tasks: list[asyncio.Future[Any]] = []
     try:
-        await layer.group_add(groups[0], receiver)
+        rung = receiver is not None and await group_join(layer, groups[0], receiver)
         tail = await run_db(inbox_tail, agent)  # read after the subscription
         if since is not None:
             inbox_cursor_check(since, tail)
         bell.known = tail
         bell.told = tail if since is None else since
-        tasks.append(asyncio.ensure_future(_bell_rings(layer, receiver, bell)))
+        if rung and receiver is not None:
+            tasks.append(asyncio.ensure_future(_bell_rings(layer, receiver, bell)))
         yield bell
     finally:
         try:

@@ -48,6 +48,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http.request import MediaType
 
+from agentchat.core.db.faults import fault_or_internal
 from agentchat.core.db.transactions import run_db
 from agentchat.core.http.asgi_http import (
     SECURITY_HEADERS,
@@ -66,7 +67,7 @@ from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.revocation import Credential, credential_watch, credentials_gone
 from agentchat.core.identity.services import admin_token_authenticate, token_authenticate
 from agentchat.core.live.follows import follow_slots, heavy_read
-from agentchat.core.live.layer import inbox_close
+from agentchat.core.live.layer import group_join, inbox_close, inbox_open
 from agentchat.core.live.push import EVENT_TYPE
 from agentchat.core.live.transport import SendWindow
 from agentchat.core.models import Agent
@@ -446,11 +447,14 @@ async def follow_serve(
     """Subscribe, read from the cursor, answer 200 with the first batch, then stream (see the
     module). An error of the first read (INVALID_CURSOR, AUTH_INVALID) is a JSON answer."""
     layer = get_channel_layer()
-    inbox = await layer.new_channel()
+    inbox = await inbox_open(layer)  # None: the layer is down (Redis), the sweeps find it all
     tasks: list[asyncio.Future[Any]] = []
     try:
         async with credential_watch(credential) as revoked:
-            await layer.group_add(source.group, inbox)
+            if inbox is not None and not await group_join(layer, source.group, inbox):
+                inbox_rung = None
+            else:
+                inbox_rung = inbox
             try:
                 first = await source.read()
             except Exception as exc:
@@ -459,7 +463,11 @@ async def follow_serve(
                 )
                 return
             wake = asyncio.Event()
-            rings = asyncio.ensure_future(_ring_feed(layer, inbox, source, wake))
+            rings = (
+                asyncio.ensure_future(_ring_feed(layer, inbox_rung, source, wake))
+                if inbox_rung is not None
+                else asyncio.get_running_loop().create_future()  # no doorbell: sweeps only
+            )
             gone = asyncio.ensure_future(disconnected(receive))
             ended = asyncio.ensure_future(revoked.wait())
             tasks.extend([rings, gone, ended])
@@ -489,8 +497,10 @@ async def _ended(stream: _Stream, writing: asyncio.Future[Any]) -> None:
     elif isinstance(error, _TooSlow):
         await stream.end()
     else:
-        logger.error("live follow failed", exc_info=error)
-        await stream.end(_error_event(internal_error()))
+        ending = internal_error() if error is None else fault_or_internal(error)
+        if ending.code == "INTERNAL_ERROR":
+            logger.error("live follow failed", exc_info=error)
+        await stream.end(_error_event(ending))
 
 
 async def _follow(

@@ -21,7 +21,8 @@ from urllib.parse import parse_qsl
 from django.conf import settings
 from django.http.request import MediaType, split_domain_port, validate_host
 
-from agentchat.core.rules.errors import AppError, error_render, internal_error
+from agentchat.core.db.faults import fault_or_internal
+from agentchat.core.rules.errors import AppError, error_render
 from agentchat.core.rules.validation import request_too_large
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -182,13 +183,15 @@ async def error_send(send: Send, exc: AppError) -> None:
 
 async def failure_send(send: Send, exc: BaseException, *, log: logging.Logger, what: str) -> None:
     """The answer of a request that failed before its response started: an ``AppError`` as
-    itself; anything else logged on ``log`` (``what``, with its traceback) and answered as the
-    error table's 500."""
+    itself, a database fault as its 503/507 (``fault_or_internal``); anything else logged on
+    ``log`` (``what``, with its traceback) and answered as the error table's 500."""
     if isinstance(exc, AppError):
         await error_send(send, exc)
-    else:
+        return
+    refusal = fault_or_internal(exc)  # the database down: 503 DATABASE_UNAVAILABLE, not 500
+    if refusal.code == "INTERNAL_ERROR":
         log.error(what, exc_info=exc)
-        await error_send(send, internal_error())
+    await error_send(send, refusal)
 
 
 async def websocket_refuse(scope: dict[str, Any], receive: Receive, send: Send) -> None:

@@ -25,7 +25,9 @@ What the lane skips, so that nothing under ``/api/`` may rely on it:
   SSL redirect from ``SecurityMiddleware``).
 - **Request signals**: ``request_started``, ``request_finished`` (Django closes old database
   connections on them; here ``run_db`` manages connections) and ``got_request_exception`` (an
-  unhandled error is logged here and answered 500 ``INTERNAL_ERROR``); and Django's
+  unhandled error is logged here and answered 500 ``INTERNAL_ERROR``; a database that is down
+  or full 503 ``DATABASE_UNAVAILABLE`` or 507 ``STORAGE_FULL``, ``agentchat.core.db.faults``);
+  and Django's
   ``handler404`` / ``handler500`` (the lane answers those codes itself).
 
 So the dashboard must not serve its session-authenticated pages, forms or JSON
@@ -50,6 +52,7 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
 
+from agentchat.core.db.faults import database_fault, fault_or_internal
 from agentchat.core.db.heavy import heavy_gate, view_heavy_bounded, view_is_heavy, work_budget
 from agentchat.core.db.transactions import run_db, run_db_heavy
 from agentchat.core.http.asgi_http import (
@@ -62,7 +65,7 @@ from agentchat.core.http.asgi_http import (
 )
 from agentchat.core.identity.auth import bearer_from_header
 from agentchat.core.identity.services import token_agent, token_agent_cached
-from agentchat.core.rules.errors import AppError, ClientGone, error_http_response, internal_error
+from agentchat.core.rules.errors import AppError, ClientGone, error_http_response
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +135,11 @@ class ApiLane:
                 response = await run_db(self.get_response, request, match)
         except AppError as exc:
             response = error_http_response(exc)
+        except Exception as exc:  # outside the view (the heavy gate's key): a database fault
+            fault = database_fault(exc)
+            if fault is None:
+                raise
+            response = error_http_response(fault_or_internal(exc))
         finally:
             if gone is not None:
                 gone.cancel()
@@ -176,9 +184,11 @@ class ApiLane:
             return error_http_response(exc)  # the budget ran out where the view could not see
         except ClientGone:
             return None
-        except Exception:
-            logger.exception("unhandled error on %s %s", request.method, request.path)
-            return error_http_response(internal_error())
+        except Exception as exc:
+            error = fault_or_internal(exc)  # the database down or full: a stable 503/507
+            if error.code == "INTERNAL_ERROR":
+                logger.exception("unhandled error on %s %s", request.method, request.path)
+            return error_http_response(error)
         return response
 
     @staticmethod

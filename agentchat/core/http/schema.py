@@ -278,6 +278,7 @@ COMMON_CODES = (
     "REQUEST_LINE_TOO_LONG",  # the server's request class (agentchat.core.http.webrequest)
     "HEADERS_TOO_LARGE",
     "INTERNAL_ERROR",
+    "DATABASE_UNAVAILABLE",  # agentchat.core.db.faults: the database is down or restarting
     # The AgentChat-As header (BearerTokenScheme): a bad name, not a sub-agent of the token's
     # agent, or a new sub-agent past the bound.
     "INVALID_NAME",
@@ -292,6 +293,7 @@ BODY_CODES = (
     "JSON_TOO_DEEP",
     "UNSUPPORTED_MEDIA_TYPE",
     "INVISIBLE_CHARACTER",
+    "STORAGE_FULL",  # a write on a full disk (agentchat.core.db.faults)
 )
 BODY_METHODS = frozenset({"post", "put", "patch"})
 # Operations with path parameters: a part that does not fit the route (a '/' in it) is no route.

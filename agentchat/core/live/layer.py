@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +22,8 @@ try:
     from channels_redis.pubsub import RedisPubSubChannelLayer
 except ImportError:  # pragma: no cover - channels-redis is in requirements.txt
     RedisPubSubChannelLayer = None
+
+logger = logging.getLogger(__name__)
 
 # More stale rings than this in a finished inbox are left to the layer's own expiry.
 INBOX_DRAIN_MAX = 1000
@@ -59,16 +62,105 @@ def channels_held(layer: Any) -> set[str] | None:
     return None if state is None else set(state[0])
 
 
-async def inbox_close(layer: Any, inbox: str, groups: Iterable[str] = ()) -> None:
+async def inbox_close(layer: Any, inbox: str | None, groups: Iterable[str] = ()) -> None:
     """Leave ``groups`` and free ``inbox``.
 
     Channels has no call that deletes a channel: the in-memory layer keeps rings that arrived
     after their reader finished for a minute (and scans them on every send), and the Redis
     pub/sub layer stays subscribed to the inbox for good. Both free a channel when a receive on
     it is cancelled, so: drain what is queued, then cancel one receive on the empty inbox.
+
+    It never raises: with Redis down the unsubscriptions fail, and the layer would subscribe
+    to them again when it reconnects (a leaked subscription per wait or stream that ended
+    during the outage); what could not be unsubscribed is forgotten instead (``_forget``).
     """
-    for group in groups:
-        await layer.group_discard(group, inbox)
+    if inbox is None:
+        return  # ``inbox_open`` made none: nothing to leave
+    names = [inbox, *(_group_name(layer, group) for group in groups)]
+    try:
+        for group in groups:
+            await layer.group_discard(group, inbox)
+        await _inbox_free(layer, inbox)
+    except Exception as exc:
+        logger.warning("the layer could not unsubscribe (%s): forgetting %s", exc, names)
+        await _inbox_free(layer, inbox, swallow=True)
+    _forget(layer, names)
+
+
+async def inbox_open(layer: Any) -> str | None:
+    """A new inbox, or None when the layer cannot make one now (Redis down): the caller goes
+    without a doorbell, on its sweeps of the database. Nothing half-made is left behind."""
+    before = channels_held(layer) or set()
+    try:
+        inbox: str = await layer.new_channel()
+    except Exception as exc:
+        logger.warning("the layer cannot subscribe (%s): waiting on the sweep alone", exc)
+        state = _loop_state(layer)
+        if state is not None:
+            for name in set(state[0]) - before:
+                if not _subscribed(layer, name):
+                    state[0].pop(name, None)
+        return None
+    return inbox
+
+
+async def group_join(layer: Any, group: str, inbox: str) -> bool:
+    """``group_add``; False (logged) when the layer cannot subscribe now (Redis down)."""
+    try:
+        await layer.group_add(group, inbox)
+    except Exception as exc:
+        logger.warning("the layer cannot join %s (%s): waiting on the sweep alone", group, exc)
+        return False
+    return True
+
+
+def _group_name(layer: Any, group: str) -> str:
+    state = _loop_state(layer)
+    return group if state is None else state[2] + group
+
+
+def _shards(layer: Any) -> list[Any]:
+    if RedisPubSubChannelLayer is not None and isinstance(layer, RedisPubSubChannelLayer):
+        return list(layer._get_layer()._shards)
+    return []
+
+
+def _subscribed(layer: Any, name: str) -> bool:
+    return any(name in shard._subscribed_to for shard in _shards(layer))
+
+
+def _forget(layer: Any, names: Iterable[str]) -> None:
+    """Names that no channel or group of this process uses any more but whose unsubscription
+    failed: dropped from the Redis layer's books and from its client's, whose reconnection
+    would subscribe to them again (Redis lost them with the connection)."""
+    state = _loop_state(layer)
+    if state is None:
+        return
+    held, groups, _ = state
+    for name in names:
+        if name in held or name in groups:
+            continue
+        for shard in _shards(layer):
+            shard._subscribed_to.discard(name)
+            pubsub = shard._pubsub
+            if pubsub is not None:
+                for key in (name, name.encode()):
+                    pubsub.channels.pop(key, None)
+                    pubsub.pending_unsubscribe_channels.discard(key)
+
+
+async def _inbox_free(layer: Any, inbox: str, *, swallow: bool = False) -> None:
+    try:
+        await _inbox_drain(layer, inbox)
+    except Exception:
+        if not swallow:
+            raise
+        state = _loop_state(layer)
+        if state is not None:
+            state[0].pop(inbox, None)
+
+
+async def _inbox_drain(layer: Any, inbox: str) -> None:
     for _ in range(INBOX_DRAIN_MAX):
         if not channel_held(layer, inbox):
             return  # unknown layer, or already freed: never subscribe again just to free it

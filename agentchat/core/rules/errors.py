@@ -388,6 +388,17 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "a search prefix (word*) shorter than 3 characters, or more than 2 prefixes",
     ),
     ("SERVICE_UNAVAILABLE", 503, "the server cannot take the request now"),
+    (
+        "DATABASE_UNAVAILABLE",
+        503,
+        "the database is down, restarting or unreachable (the server reconnects by itself): "
+        "retry after Retry-After seconds; a post retried with its id is stored once",
+    ),
+    (
+        "STORAGE_FULL",
+        507,
+        "the database's disk is full: the write was rolled back, reads still work",
+    ),
     ("INTERNAL_ERROR", 500, "a bug: the server logged it"),
 )
 
