@@ -53,8 +53,8 @@ from channels_app.selectors import (
     channel_list,
     cursor_get,
     loop_flags,
-    message_last_by_channel,
     message_first_unread,
+    message_last_by_channel,
     message_list_among,
     message_list_before,
     message_peek,
@@ -196,7 +196,9 @@ def _shown_messages(
         parents.update(
             (m.seq, m)
             for m in message_list_among(
-                channel=channel, seqs=missing, fields=("seq", "sender", "title", "body", "status", "kind")
+                channel=channel,
+                seqs=missing,
+                fields=("seq", "sender", "title", "body", "status", "kind"),
             )
         )
     pending = approvals_pending_among(
@@ -263,9 +265,13 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
     newer = False
     if after is None:
         messages = message_list_before(channel=channel, before=before, limit=PAGE_MESSAGES)
-        if before is None and first_unread is not None and messages:
-            if first_unread < messages[0].seq:  # open at the first unread, not the bottom
-                after = max(first_unread - 1 - UNREAD_CONTEXT, 0)
+        if (
+            before is None
+            and first_unread is not None
+            and messages
+            and first_unread < messages[0].seq
+        ):
+            after = max(first_unread - 1 - UNREAD_CONTEXT, 0)  # open at the first unread
     if after is not None:
         # By count only, as the latest page is: bodies are shown within the page's budget.
         page = message_peek(channel=channel, after=after, limit=PAGE_MESSAGES, max_bytes=1 << 62)
@@ -365,7 +371,7 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def channel_mark_unread(request: SignedInRequest, name: str) -> HttpResponse:
-    """"Mark unread from here": the cursor back to just before ``seq`` (never forward)."""
+    """ "Mark unread from here": the cursor back to just before ``seq`` (never forward)."""
     agent, channel = _channel_or_404(request, name)
     try:
         seq = _seq_param("seq", request.POST)
