@@ -570,3 +570,36 @@ def cursor_get(*, agent: Agent, channel: Channel) -> int:
         Cursor.objects.filter(agent=agent, channel=channel).values_list("seq", flat=True).first()
         or 0
     )
+
+
+def message_replies_among(*, channel: Channel, parents: Iterable[int], limit: int) -> list[Message]:
+    """The first ``limit`` messages of ``channel`` that reply to one of ``parents``, by seq
+    (a thread's next level; the dashboard's thread view)."""
+    rows = Message.objects.filter(channel=channel, reply_to__in=set(parents)).order_by("seq")
+    return _attach(rows[:limit], channel)
+
+
+def message_first_unread(*, channel: Channel, agent: Agent, cursor: int) -> int | None:
+    """The seq of the first message after ``cursor`` relevant to ``agent`` (None: none)."""
+    return (
+        Message.objects.filter(channel=channel, seq__gt=cursor)
+        .filter(message_relevant_filter(agent.name))
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+
+
+def message_unread_counts(*, channel: Channel, agent: Agent, cursor: int) -> dict[str, int]:
+    """``agent``'s unread messages after ``cursor`` (``message_unread_count``) up to the
+    channel's last seq as read first (``upto``): how many in all (``unread``) and how many are
+    conversation, messages rather than audits or events (``conversation``); one count query."""
+    upto = Channel.objects.filter(pk=channel.pk).values_list("last_seq", flat=True).first() or 0
+    counts = (
+        Message.objects.filter(channel=channel, seq__gt=cursor, seq__lte=upto)
+        .filter(message_relevant_filter(agent.name))
+        .aggregate(
+            unread=Count("pk"), conversation=Count("pk", filter=Q(kind=Message.Kind.MESSAGE))
+        )
+    )
+    return {"unread": counts["unread"], "conversation": counts["conversation"], "upto": upto}

@@ -21,6 +21,7 @@ from agentchat.core.identity.humans import SignedInRequest
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
+from agentchat.dashboard.chat import thread_of
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.dashboard.views import _channel_or_404, _shown_messages
 from agentchat.state.bounded import Marker, cut_point, summary_shortened, text_cut
@@ -54,7 +55,9 @@ def body_parts(body: str, limit: int) -> list[str]:
 @heavy_page
 def message_page(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
     """One message whole (what an excerpt links to); a body bigger than the page's budget in
-    parts (``?part=2``), each within it."""
+    parts (``?part=2``), each within it; and its thread (``chat.thread_of``): the messages it
+    answers, up the reply chain, and the replies to it, as excerpts within a budget of their
+    own."""
     agent, channel = _channel_or_404(request, name)
     found = message_list_among(channel=channel, seqs=[seq])
     if not found:
@@ -76,6 +79,8 @@ def message_page(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
     size = len(message.body)
     message.body = parts[part - 1]  # shown, never saved
     item = _shown_messages(agent, channel, [message], Bodies(limit, each=limit))[0]
+    ancestors, replies, replies_cut = thread_of(channel, message)
+    thread = Bodies(limit // 4)  # the thread's excerpts, beside the message's budget
     return render(
         request,
         "dashboard/message.html",
@@ -89,6 +94,9 @@ def message_page(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
             "parts": len(parts),
             "previous": part - 1 if part > 1 else None,
             "next": part + 1 if part < len(parts) else None,
+            "ancestors": _shown_messages(agent, channel, ancestors, thread),
+            "replies": _shown_messages(agent, channel, replies, thread),
+            "replies_cut": replies_cut,
         },
     )
 

@@ -29,6 +29,7 @@ urlpatterns = [
     path("approvals/<str:name>/<int:seq>/", views.approval_answer, name="approval-answer"),
     path("c/<str:name>/post/", views.channel_post, name="channel-post"),
     path("c/<str:name>/read/", views.channel_mark_read, name="channel-read"),
+    path("c/<str:name>/unread/", views.channel_mark_unread, name="channel-unread"),
     path("c/<str:name>/fragment/", views.channel_fragment, name="channel-fragment"),
     path(
         "signin/",

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -25,6 +25,13 @@ from agentchat.core.rules.names import is_agent_name
 from agentchat.core.rules.records import ts_parse
 from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
+from agentchat.dashboard.chat import (
+    error_json,
+    read_state,
+    title_from_body,
+    title_is_derived,
+    wants_json,
+)
 from agentchat.dashboard.markdown import markdown_html
 from agentchat.dashboard.presence import channel_members, presence_nested
 from channels_app import services
@@ -46,11 +53,11 @@ from channels_app.selectors import (
     channel_list,
     cursor_get,
     loop_flags,
+    message_first_unread,
     message_last_by_channel,
     message_list_among,
     message_list_before,
     message_peek,
-    message_unread_count,
 )
 from locks_app.selectors import lock_id_check, lock_page
 from tasks_app.selectors import task_after_check, task_page
@@ -156,6 +163,22 @@ def body_shown(message: Message, bodies: Bodies) -> dict[str, Any]:
     return shown
 
 
+QUOTE_CHARACTERS = 280  # of a parent's body, quoted by its reply
+
+
+def _quote_html(parent: Message) -> str:
+    """The start of a parent's body as a reply quotes it: markdown rendered and sanitized as
+    bodies are (``markdown_html``), at most QUOTE_CHARACTERS of it (cut at a line end when one
+    is near), the rest a click away."""
+    if parent.kind != Message.Kind.MESSAGE:
+        return ""
+    text = parent.body.strip()[: QUOTE_CHARACTERS + 1]
+    if len(text) > QUOTE_CHARACTERS:
+        line_end = text.rfind("\n", 0, QUOTE_CHARACTERS)
+        text = text[: line_end if line_end > QUOTE_CHARACTERS // 2 else QUOTE_CHARACTERS] + " …"
+    return mark_safe(markdown_html(text)) if text else ""  # sanitized by nh3
+
+
 def _shown_messages(
     agent: Agent, channel: Channel, messages: list[Message], bodies: Bodies | None = None
 ) -> list[dict[str, Any]]:
@@ -173,7 +196,9 @@ def _shown_messages(
         parents.update(
             (m.seq, m)
             for m in message_list_among(
-                channel=channel, seqs=missing, fields=("seq", "sender", "title", "body", "status")
+                channel=channel,
+                seqs=missing,
+                fields=("seq", "sender", "title", "body", "status", "kind"),
             )
         )
     pending = approvals_pending_among(
@@ -197,36 +222,67 @@ def _shown_messages(
                 if is_answer(message)
                 else None,
                 "parent": parent,
-                "parent_excerpt": (parent.body.strip().splitlines() or [""])[0][:160]
-                if parent is not None
-                else "",
+                "parent_html": _quote_html(parent) if parent is not None else "",
+                "conversation": message.kind == Message.Kind.MESSAGE,
+                "title_shown": not title_is_derived(message),
             }
         )
     return shown
+
+
+UNREAD_CONTEXT = 3  # messages shown above the first unread when a channel opens there
+
+
+def _read_floor(cursor: int, first_unread: int | None, messages: list[Message]) -> int | None:
+    """The seq the page's reading starts after (``channel.js`` moves the cursor to the last
+    message seen without a gap after it): the cursor when the page starts at or before the
+    first message after it; the message before the page's first when nothing between the
+    cursor and the page is unread for me; None (the page moves no cursor) when an unread
+    message lies before the page."""
+    if not messages or cursor >= messages[0].seq - 1:
+        return cursor
+    if first_unread is None or first_unread >= messages[0].seq:
+        return messages[0].seq - 1
+    return None
 
 
 @login_required
 @require_http_methods(["GET"])
 @heavy_page
 def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
-    """A channel's latest messages (or those before ``?before=``), the first one I have not
-    read marked, a post form. Opening it moves no cursor."""
+    """A channel's messages: its latest ones, or, when my first unread is older than those,
+    from just above it (``?before=`` and ``?after=`` page); the first unread marked, the
+    unread counts, a composer. Opening it moves no cursor: the page's script does, as the
+    messages are seen (``_read_floor``)."""
     agent, channel = _channel_or_404(request, name)
     try:
         before = _seq_param("before", request.GET)
+        after = _seq_param("after", request.GET)
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    messages = message_list_before(channel=channel, before=before, limit=PAGE_MESSAGES)
     cursor = cursor_get(agent=agent, channel=channel)
+    first_unread = message_first_unread(channel=channel, agent=agent, cursor=cursor)
+    newer = False
+    if after is None:
+        messages = message_list_before(channel=channel, before=before, limit=PAGE_MESSAGES)
+        if (
+            before is None
+            and first_unread is not None
+            and messages
+            and first_unread < messages[0].seq
+        ):
+            after = max(first_unread - 1 - UNREAD_CONTEXT, 0)  # open at the first unread
+    if after is not None:
+        # By count only, as the latest page is: bodies are shown within the page's budget.
+        page = message_peek(channel=channel, after=after, limit=PAGE_MESSAGES, max_bytes=1 << 62)
+        messages, newer = page.messages, page.more
     bodies = Bodies()
     shown = _shown_messages(agent, channel, messages, bodies)
-    first_unread = next(
-        (item["m"].seq for item in shown if item["m"].seq > cursor and item["relevant"]), None
-    )
     try:
         members, members_hidden = channel_members(channel=channel, viewer=agent.name)
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=404)
+    live = before is None and not newer
     return render(
         request,
         "dashboard/channel.html",
@@ -235,11 +291,13 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
             "channel": channel,
             "messages": shown,
             "first_unread": first_unread,
-            "cursor": cursor,
-            "unread": message_unread_count(channel=channel, agent=agent, cursor=cursor),
+            "first_unread_shown": any(m.seq == first_unread for m in messages),
+            "read": read_state(agent, channel),
+            "floor": _read_floor(cursor, first_unread, messages),
             "highest": messages[-1].seq if messages else 0,
             "older": messages[0].seq if messages and messages[0].seq > 1 else None,
-            "live": before is None,
+            "newer": messages[-1].seq if newer and messages else None,
+            "live": live,
             "reply_to": request.GET.get("reply_to", ""),
             "budget_used": bodies.used_up,
             "members": members,
@@ -253,31 +311,47 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def channel_post(request: SignedInRequest, name: str) -> HttpResponse:
-    """Post as me; back to the channel at the new message."""
+    """Post as me; back to the channel at the new message (the page's script: JSON, 201 with
+    the seq, or 400 with the error). An empty title is the body's first line
+    (``chat.title_from_body``)."""
     agent, channel = _channel_or_404(request, name)
     form = request.POST
     try:
         reply_to = _seq_param("reply_to", form)
         to = [n.strip() for n in form.get("to", "").split(",") if n.strip()]
+        body = form.get("body", "")
+        title = form.get("title", "").strip() or title_from_body(body)
+        if not title:
+            raise AppError(
+                "INVALID_VALUE",
+                "write a message (or a title) first",
+                detail={"field": "body"},
+            )
         message, _ = services.message_post(
             channel=channel,
             sender=agent.name,
             sender_kind=agent.kind,
-            title=form.get("title", "").strip(),
-            body=form.get("body", ""),
+            title=title,
+            body=body,
             to=to,
             reply_to=reply_to,
             status=form.get("status", "").strip() or "discussion",
         )
     except AppError as exc:
+        if wants_json(request):
+            return error_json(exc)
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    if wants_json(request):
+        return JsonResponse({"seq": message.seq, "title": message.title}, status=201)
     return redirect(f"{reverse('dashboard:channel', args=[channel.name])}#m-{message.seq}")
 
 
 @login_required
 @require_http_methods(["POST"])
 def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
-    """Mark read up to the highest seq the page showed (never the channel's max, never back)."""
+    """Mark read up to ``seq``: the highest seq the page showed ("Mark all read"), or the last
+    one seen (the page's script, which gets the read state as JSON); never the channel's max
+    unasked, never back."""
     agent, channel = _channel_or_404(request, name)
     try:
         seq = _seq_param("seq", request.POST)
@@ -286,7 +360,31 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
         if seq > cursor_get(agent=agent, channel=channel):
             services.cursor_ack(channel=channel, agent=agent, seq=seq)
     except AppError as exc:
+        if wants_json(request):
+            return error_json(exc)
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    if wants_json(request):
+        return JsonResponse(read_state(agent, channel))
+    return redirect("dashboard:channel", channel.name)
+
+
+@login_required
+@require_http_methods(["POST"])
+def channel_mark_unread(request: SignedInRequest, name: str) -> HttpResponse:
+    """ "Mark unread from here": the cursor back to just before ``seq`` (never forward)."""
+    agent, channel = _channel_or_404(request, name)
+    try:
+        seq = _seq_param("seq", request.POST)
+        if seq is None or seq < 1:
+            raise AppError("INVALID_SEQ", "seq is required", detail={"field": "seq"})
+        if seq - 1 < cursor_get(agent=agent, channel=channel):
+            services.cursor_ack(channel=channel, agent=agent, seq=seq - 1)
+    except AppError as exc:
+        if wants_json(request):
+            return error_json(exc)
+        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+    if wants_json(request):
+        return JsonResponse(read_state(agent, channel))
     return redirect("dashboard:channel", channel.name)
 
 
