@@ -556,6 +556,21 @@ def message_last_by_channel(names: Iterable[str]) -> dict[str, dict[str, Any]]:
     return {row["channel__name"]: dict(row) for row in rows}
 
 
+def message_heads_at(places: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The messages at ``places`` (channel name, seq), each as its ``kind``, ``title``,
+    ``status`` and ``ts``, by place: one query (the overview's "latest message" of each agent;
+    the caller bounds ``places``)."""
+    wanted = Q()
+    for name, seq in places:
+        wanted |= Q(channel__name=name, seq=seq)
+    if not wanted:
+        return {}
+    rows = Message.objects.filter(wanted).values(
+        "channel__name", "seq", "kind", "title", "status", "ts"
+    )
+    return {(row["channel__name"], row["seq"]): dict(row) for row in rows}
+
+
 def cursor_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[tuple[str, int]]:
     """Every cursor of ``channel`` as (agent name, seq), streamed."""
     rows = Cursor.objects.filter(channel=channel).values_list("agent__name", "seq")
