@@ -199,6 +199,15 @@
     opener.addEventListener("click", function (event) { event.preventDefault(); help.showModal(); });
   }
 
+  // A code block that scrolls sideways can be reached and scrolled from the keyboard.
+  function scrollablesFocusable() {
+    document.querySelectorAll("main pre").forEach(function (pre) {
+      if (pre.scrollWidth > pre.clientWidth && !pre.hasAttribute("tabindex")) pre.tabIndex = 0;
+    });
+  }
+  scrollablesFocusable();
+  window.addEventListener("resize", scrollablesFocusable);
+
   drawNotifyButton();
   poll();
   window.AgentChatShell = { poll: poll };

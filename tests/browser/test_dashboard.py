@@ -141,14 +141,14 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(br
     assert "Kickoff" in parent.inner_text()
     assert page.locator(f"#m-{reply} .kind").inner_text().strip().lower() == "human"
 
-    page.goto(f"{live.url}/")
+    page.goto(f"{live.url}/channels/")
     badge = page.locator("#channel-room .badge")
     assert badge.inner_text() == str(unread + 1)  # opening the channel marked nothing read
     _shots(page, "channels")
     page.goto(f"{live.url}/c/room/")
     page.click("#mark-read")
     page.wait_for_url(f"{live.url}/c/room/")
-    page.goto(f"{live.url}/")
+    page.goto(f"{live.url}/channels/")
     assert page.locator("#channel-room .badge").count() == 0
 
     page.click("#channel-room a")
