@@ -43,7 +43,11 @@ def presence_seen_by(*, viewer: str, limit: int = PRESENCE_ROWS) -> dict[str, di
     for row in rows:
         item = seen.setdefault(
             row.agent,
-            {"last_sent_at": row.last_sent_at, "channel": row.channel.name, "last_seq": row.last_seq},
+            {
+                "last_sent_at": row.last_sent_at,
+                "channel": row.channel.name,
+                "last_seq": row.last_seq,
+            },
         )
         if "status" not in item and row.status:
             item.update(status=row.status, detail=row.detail, status_channel=row.channel.name)

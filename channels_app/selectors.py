@@ -329,6 +329,33 @@ def channel_list(
     )
 
 
+def channels_unread_for(agent: Agent, *, limit: int) -> list[dict[str, Any]]:
+    """The channels ``agent`` may see with messages for it after its cursor (``name`` and
+    ``unread``, as ``channel_list`` counts them), most unread first: one query, at most
+    ``limit`` (the overview's "unread for you")."""
+    cursor = Coalesce(
+        Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
+        0,
+    )
+    unread = (
+        Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor"))
+        .filter(message_relevant_filter(agent.name))
+        .order_by()
+        .values("channel")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    rows = (
+        channels_visible_to(agent.name)
+        .annotate(cursor=cursor)
+        .annotate(unread=Coalesce(Subquery(unread), 0))
+        .filter(unread__gt=0)
+        .order_by("-unread", "name")
+        .values_list("name", "unread")[:limit]
+    )
+    return [{"name": name, "unread": count} for name, count in rows]
+
+
 def channel_after_check(value: str) -> None:
     """``?after=`` of the channel list: a name as names are looked up (``channel_get``).
     Raises INVALID_NAME."""

@@ -10,6 +10,7 @@ only through the channels the viewer may see (``channels_visible_to``)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,7 @@ from channels_app.approvals import approvals_pending
 from channels_app.presence import presence_seen_by
 from channels_app.selectors import (
     channel_list,
+    channels_unread_for,
     channels_visible_to,
     message_heads_at,
     message_last_by_channel,
@@ -46,8 +48,17 @@ CHANNELS_SIDEBAR = 200  # channels the sidebar lists (by latest activity)
 POLL_SECONDS = 15  # how often overview.js and shell.js ask again (docs/dashboard.md)
 
 
+@functools.lru_cache(maxsize=4096)
+def _url(route: str, *args: object) -> str:
+    """``reverse`` of a dashboard route, remembered: the overview links each agent's tasks,
+    locks and latest message, and ``{% url %}`` for each would cost more than the page's
+    queries."""
+    return reverse(f"dashboard:{route}", args=args)
+
+
 def _lease_item(lease: Lease, now: datetime) -> dict[str, Any]:
     return {
+        "url": _url("channel-tasks", lease.task.channel.name) + f"#task-{lease.task.task_id}",
         "task": lease.task.task_id,
         "title": lease.task.title,
         "channel": lease.task.channel.name,
@@ -59,6 +70,7 @@ def _lease_item(lease: Lease, now: datetime) -> dict[str, Any]:
 
 def _lock_item(lock: PathLock, now: datetime) -> dict[str, Any]:
     return {
+        "url": _url("channel-locks", lock.channel.name) + f"#lock-{lock.lock_id}",
         "lock_id": lock.lock_id,
         "channel": lock.channel.name,
         "owner": lock.owner,
@@ -88,6 +100,7 @@ def _people(me: Agent, leases: list[dict[str, Any]], locks: list[dict[str, Any]]
         item.update(seen.get(name, {}))
         if "last_seq" in item:
             item["latest"] = heads.get((item["channel"], item["last_seq"]))
+            item["latest_url"] = _url("message", item["channel"], item["last_seq"])
         item["leases"] = [lease for lease in leases if lease["owner"] == name]
         item["locks"] = [lock for lock in locks if lock["owner"] == name]
         people.append(item)
@@ -103,8 +116,7 @@ def overview_context(me: Agent) -> dict[str, Any]:
     leases = [_lease_item(lease, now) for lease in leases_among(visible, limit=ROWS_MAX)]
     locks = [_lock_item(lock, now) for lock in locks_among(visible, limit=ROWS_MAX)]
     pending, more = approvals_pending(viewer=me.name, limit=APPROVALS_SHOWN)
-    channels = [json.loads(part) for part in channel_list(agent=me, limit=CHANNELS_SIDEBAR).parts]
-    unread = [c for c in channels if c["unread"]]
+    unread = channels_unread_for(me, limit=CHANNELS_SIDEBAR)
     people = _people(me, leases, locks)
     return {
         "agent": me,
@@ -135,7 +147,7 @@ def overview_fragment(request: HttpRequest) -> HttpResponse:
     POLL_SECONDS). 403 when not signed in."""
     if not request.user.is_authenticated:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
-    me = human_agent(request.user)  # type: ignore[arg-type]  # signed in
+    me = human_agent(request.user)  # signed in
     return render(request, "dashboard/_overview.html", overview_context(me))
 
 
@@ -148,7 +160,7 @@ def nav_state(request: HttpRequest) -> HttpResponse:
     not signed in."""
     if not request.user.is_authenticated:
         return JsonResponse({"error": {"code": "NOT_AUTHENTICATED"}}, status=403)
-    me = human_agent(request.user)  # type: ignore[arg-type]  # signed in
+    me = human_agent(request.user)  # signed in
     channels = [json.loads(part) for part in channel_list(agent=me, limit=CHANNELS_SIDEBAR).parts]
     last = message_last_by_channel([c["name"] for c in channels])
     rows = []
@@ -178,17 +190,20 @@ def nav_state(request: HttpRequest) -> HttpResponse:
                 }
                 for m in pending
             ],
-            "expired": [
-                {
-                    "key": f"lease:{item['channel']}:{item['task']}:{item['expires_at'].isoformat()}",
-                    "text": f"{item['owner']}'s lease on {item['task']} in {item['channel']} expired",
-                    "url": reverse("dashboard:channel-tasks", args=[item["channel"]]),
-                }
-                for item in expired
-            ],
+            "expired": [_expired_note(item) for item in expired],
             "poll_seconds": POLL_SECONDS,
         }
     )
+
+
+def _expired_note(item: dict[str, Any]) -> dict[str, str]:
+    """A notification of an expired lease: a key that is new for each expiry, its words."""
+    when = item["expires_at"].isoformat()
+    return {
+        "key": f"lease:{item['channel']}:{item['task']}:{when}",
+        "text": f"{item['owner']}'s lease on {item['task']} in {item['channel']} expired",
+        "url": item["url"],
+    }
 
 
 def _expired_leases(me: Agent) -> list[Lease]:

@@ -120,7 +120,9 @@ def channels(request: SignedInRequest) -> HttpResponse:
         item["loop"] = flags.get(item["name"])
     # By latest activity (the page's channels: all of them up to PAGE_CHANNELS), unread first
     # among equals; channels without messages last, by name.
-    items.sort(key=lambda item: item["last"]["ts"].isoformat() if item["last"] else "", reverse=True)
+    items.sort(
+        key=lambda item: item["last"]["ts"].isoformat() if item["last"] else "", reverse=True
+    )
     return render(
         request,
         "dashboard/channels.html",

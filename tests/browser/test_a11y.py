@@ -64,7 +64,10 @@ def _violations(page, source: str) -> list[str]:
 def test_every_page_passes_axe_at_both_widths(browser, team, django_user_model):  # noqa: F811
     live, token = team
     django_user_model.objects.filter(username="ann").update(is_staff=True)  # the monitor too
-    for body in ({"title": LONG, "body": f"`{LONG}`\n\n{LONG}"}, {"title": "Kickoff", "to": ["ann"]}):
+    for body in (
+        {"title": LONG, "body": f"`{LONG}`\n\n{LONG}"},
+        {"title": "Kickoff", "to": ["ann"]},
+    ):
         r = httpx.post(f"{live.url}/api/v1/channels/room/messages/", json=body, headers=auth(token))
         assert r.status_code == 201, r.text
     r = httpx.post(
@@ -100,8 +103,9 @@ def test_every_page_passes_axe_at_both_widths(browser, team, django_user_model):
         page.set_viewport_size({"width": 1280, "height": 860})
         page.goto(f"{live.url}{path}")
         # The sidebar drawn (a page without the dashboard's frame has no data-nav).
-        page.wait_for_function("() => !document.body.dataset.nav || document.body.dataset.navLoaded")
+        page.wait_for_function(
+            "() => !document.body.dataset.nav || document.body.dataset.navLoaded"
+        )
         check(name)
     context.close()
     assert not problems, "\n".join(problems)
-

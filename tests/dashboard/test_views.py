@@ -107,7 +107,8 @@ def test_the_list_shows_what_the_human_may_see_with_unread_counts(browser, ann):
 def test_creating_a_channel_from_the_form(browser, ann):
     token = browser.get("/").cookies["csrftoken"].value
     r = browser.post(
-        "/channels/", {"name": "new-room", "topic": "t", "members": "", "csrfmiddlewaretoken": token}
+        "/channels/",
+        {"name": "new-room", "topic": "t", "members": "", "csrfmiddlewaretoken": token},
     )
     assert r.status_code == 302
     channel = Channel.objects.get(name="new-room")
@@ -351,8 +352,8 @@ def test_the_search_page_finds_what_i_may_see(browser, room, client):
     assert client.get("/search/", {"q": "deploy"}).status_code == 302  # signed out
 
 
-PAGES = ["/", "/channels/", "/help/", "/agents/", "/approvals/", "/search/?q=x", "/c/room/", "/c/room/tasks/",
-         "/c/room/locks/", "/c/room/state/"]  # fmt: skip
+PAGES = ["/", "/channels/", "/help/", "/agents/", "/approvals/", "/search/?q=x", "/c/room/",
+         "/c/room/tasks/", "/c/room/locks/", "/c/room/state/"]  # fmt: skip
 FORMS = ["/channels/", "/c/room/post/", "/c/room/read/", "/approvals/room/1/"]
 
 
