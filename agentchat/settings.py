@@ -87,7 +87,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "agentchat.urls"
 # The dashboard's sign-in; after it, and after signing out, the channel list (or the form).
 LOGIN_URL = "dashboard:signin"
-LOGIN_REDIRECT_URL = "dashboard:channels"
+LOGIN_REDIRECT_URL = "dashboard:overview"
 LOGOUT_REDIRECT_URL = "dashboard:signin"
 ASGI_APPLICATION = "agentchat.asgi.application"
 
@@ -181,6 +181,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in a local run
+# /favicon.ico (and nothing else yet) served from static/root/ at the site's root.
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 
 # --- Limits (HTTP v1 document) -------------------------------------------------------------
 AGENTCHAT_MAX_REQUEST_BYTES = 768 * 1024

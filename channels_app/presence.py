@@ -27,7 +27,8 @@ PRESENCE_ROWS = 5000
 
 def presence_seen_by(*, viewer: str, limit: int = PRESENCE_ROWS) -> dict[str, dict[str, Any]]:
     """Per agent (by name, as messages spell it), what ``viewer`` may see of its presence in
-    the channels it may see: ``last_sent_at`` and ``channel`` (its latest message or event),
+    the channels it may see: ``last_sent_at``, ``channel`` and ``last_seq`` (its latest message
+    or event),
     ``status``, ``detail``, ``status_channel`` (its latest status event), ``primitives`` and
     ``harness`` (its latest capability event), ``last_read_at`` (its latest read or ack) and
     ``last_active_at`` (the later of the two). An agent active only where ``viewer`` may not
@@ -41,7 +42,12 @@ def presence_seen_by(*, viewer: str, limit: int = PRESENCE_ROWS) -> dict[str, di
     seen: dict[str, dict[str, Any]] = {}
     for row in rows:
         item = seen.setdefault(
-            row.agent, {"last_sent_at": row.last_sent_at, "channel": row.channel.name}
+            row.agent,
+            {
+                "last_sent_at": row.last_sent_at,
+                "channel": row.channel.name,
+                "last_seq": row.last_seq,
+            },
         )
         if "status" not in item and row.status:
             item.update(status=row.status, detail=row.detail, status_channel=row.channel.name)

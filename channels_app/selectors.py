@@ -326,6 +326,33 @@ def channel_list(
     )
 
 
+def channels_unread_for(agent: Agent, *, limit: int) -> list[dict[str, Any]]:
+    """The channels ``agent`` may see with messages for it after its cursor (``name`` and
+    ``unread``, as ``channel_list`` counts them), most unread first: one query, at most
+    ``limit`` (the overview's "unread for you")."""
+    cursor = Coalesce(
+        Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
+        0,
+    )
+    unread = (
+        Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor"))
+        .filter(message_relevant_filter(agent.name))
+        .order_by()
+        .values("channel")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    rows = (
+        channels_visible_to(agent.name)
+        .annotate(cursor=cursor)
+        .annotate(unread=Coalesce(Subquery(unread), 0))
+        .filter(unread__gt=0)
+        .order_by("-unread", "name")
+        .values_list("name", "unread")[:limit]
+    )
+    return [{"name": name, "unread": count} for name, count in rows]
+
+
 def channel_after_check(value: str) -> None:
     """``?after=`` of the channel list: a name as names are looked up (``channel_get``).
     Raises INVALID_NAME."""
@@ -551,6 +578,21 @@ def message_last_by_channel(names: Iterable[str]) -> dict[str, dict[str, Any]]:
         "channel__name", "seq", "sender", "title", "ts"
     )
     return {row["channel__name"]: dict(row) for row in rows}
+
+
+def message_heads_at(places: Iterable[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The messages at ``places`` (channel name, seq), each as its ``kind``, ``title``,
+    ``status`` and ``ts``, by place: one query (the overview's "latest message" of each agent;
+    the caller bounds ``places``)."""
+    wanted = Q()
+    for name, seq in places:
+        wanted |= Q(channel__name=name, seq=seq)
+    if not wanted:
+        return {}
+    rows = Message.objects.filter(wanted).values(
+        "channel__name", "seq", "kind", "title", "status", "ts"
+    )
+    return {(row["channel__name"], row["seq"]): dict(row) for row in rows}
 
 
 def cursor_iter_for_channel(*, channel: Channel, chunk_size: int) -> Iterator[tuple[str, int]]:

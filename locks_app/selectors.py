@@ -223,3 +223,14 @@ def lock_find_by_path(*, channel: Channel, path: str) -> PathLock:
             detail={"lock_ids": [lock.lock_id for lock in matches]},
         )
     return matches[0]
+
+
+def locks_among(channels: QuerySet[Channel], *, limit: int) -> list[PathLock]:
+    """The path locks of ``channels`` (a queryset: the viewer's visible channels), soonest
+    expiry first (expired, stale ones lead), with channel and entries: two queries, at most
+    ``limit`` locks (the overview's locks held and stale locks)."""
+    return list(
+        _locks_loaded(PathLock.objects.filter(channel__in=channels)).order_by("expires_at", "pk")[
+            :limit
+        ]
+    )

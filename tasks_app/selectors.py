@@ -9,11 +9,12 @@ from typing import Any
 from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 
 from agentchat.core.http import pages
+from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
 from channels_app.models import Channel
 from tasks_app import records
-from tasks_app.models import TASK_ID_MAX, Lease, Task, TaskDependency
+from tasks_app.models import TASK_ID_MAX, Lease, LeaseHistory, Task, TaskDependency
 
 TASK_FIELDS = records.TASK_FIELDS
 STATUSES = tuple(choice.value for choice in Task.Status)
@@ -224,3 +225,39 @@ def task_to_dict(task: Task) -> dict[str, Any]:
 
 def tasks_to_dicts(tasks: Iterable[Task]) -> list[dict[str, Any]]:
     return [task_to_dict(task) for task in tasks]
+
+
+def leases_among(channels: QuerySet[Channel], *, limit: int) -> list[Lease]:
+    """The leases held on tasks of ``channels`` (a queryset: the viewer's visible channels),
+    soonest expiry first (expired ones lead), with their task and channel: one query, at most
+    ``limit`` rows (the overview's "what each agent is doing")."""
+    return list(
+        Lease.objects.filter(task__channel__in=channels)
+        .select_related("task", "task__channel")
+        .order_by("lease_expires_at", "pk")[:limit]
+    )
+
+
+def tasks_completed_by(*, channel: Channel, task_ids: Iterable[str]) -> dict[str, str]:
+    """Who completed each done task of ``task_ids`` (the actor of its latest lease completion),
+    by task id; a task marked done without a lease is absent. One query."""
+    rows = (
+        LeaseHistory.objects.filter(
+            task__channel=channel,
+            task__task_id__in=list(task_ids),
+            event=LeaseHistory.Event.COMPLETED,
+        )
+        .order_by("at", "pk")
+        .values_list("task__task_id", "actor")
+    )
+    return dict(rows)  # the latest wins
+
+
+def leases_expired_among(channels: QuerySet[Channel], *, limit: int) -> list[Lease]:
+    """The expired leases on tasks of ``channels``, longest expired first: one query over the
+    expiry index, at most ``limit`` (what waits for a human to recover or release)."""
+    return list(
+        Lease.objects.filter(task__channel__in=channels, lease_expires_at__lte=clock.now())
+        .select_related("task", "task__channel")
+        .order_by("lease_expires_at", "pk")[:limit]
+    )

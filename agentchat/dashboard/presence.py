@@ -48,7 +48,9 @@ def channel_members(*, channel: Channel, viewer: str) -> tuple[list[dict[str, An
     known = agent_list_named(names)
     people = []
     for name in names:
-        item: dict[str, Any] = dict(known.get(name, {"name": name, "kind": "unknown"}))
+        item: dict[str, Any] = dict(
+            known.get(name, {"name": name, "kind": "agent", "unregistered": True})
+        )
         seen = around.get(name)
         times = []
         if seen is not None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agentchat.dashboard import direct, reading, views
+from agentchat.dashboard import direct, overview, reading, views
 
 app_name = "dashboard"
 
 urlpatterns = [
-    path("", views.channels, name="channels"),
+    path("", overview.overview, name="overview"),
+    path("overview/fragment/", overview.overview_fragment, name="overview-fragment"),
+    path("nav/", overview.nav_state, name="nav"),
+    path("channels/", views.channels, name="channels"),
     path("help/", views.help_page, name="help"),
     path("c/<str:name>/", views.channel_page, name="channel"),
     path("c/<str:name>/tasks/", views.channel_tasks, name="channel-tasks"),

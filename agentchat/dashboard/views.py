@@ -60,7 +60,7 @@ from channels_app.selectors import (
     message_peek,
 )
 from locks_app.selectors import lock_id_check, lock_page
-from tasks_app.selectors import task_after_check, task_page
+from tasks_app.selectors import task_after_check, task_page, tasks_completed_by
 
 PAGE_CHANNELS = 200
 
@@ -69,13 +69,33 @@ def _last_messages(names: list[str]) -> dict[str, dict[str, Any]]:
     return message_last_by_channel(names)
 
 
+NAME_WORDS = (
+    "A channel name is 1 to 64 letters, digits, dots, hyphens or underscores, and starts with "
+    "a letter or a digit: no spaces or other signs."
+)
+
+
+def _form_error(exc: AppError) -> tuple[str, str]:
+    """The field of the channel form that ``exc`` is about, and what to say there in words."""
+    field = str((exc.detail or {}).get("field") or "name")
+    if exc.code == "CHANNEL_EXISTS":
+        return "name", f"A channel named {exc.detail['name']} already exists: pick another name."
+    if exc.code == "INVALID_NAME" and field == "name":
+        return "name", NAME_WORDS if "must match" in exc.message else exc.message.capitalize()
+    if field not in ("name", "topic", "members"):
+        field = "name"
+    return field, exc.message[:1].upper() + exc.message[1:] + "."
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 @heavy_page
 def channels(request: SignedInRequest) -> HttpResponse:
-    """The channel list (unread ones stand out) and the form that creates one."""
+    """The channel list by latest activity (unread ones stand out) and the form that creates
+    one, its errors beside their field in words (``_form_error``)."""
     agent = human_agent(request.user)
     error: AppError | None = None
+    errors: dict[str, str] = {}
     form = {"name": "", "topic": "", "members": ""}
     if request.method == "POST":
         form = {key: request.POST.get(key, "") for key in form}
@@ -88,6 +108,8 @@ def channels(request: SignedInRequest) -> HttpResponse:
             )
         except AppError as exc:
             error = exc
+            field, words = _form_error(exc)
+            errors[field] = words
         else:
             return redirect("dashboard:channel", created.name)
     after = request.GET.get("after") or None
@@ -103,6 +125,11 @@ def channels(request: SignedInRequest) -> HttpResponse:
     for item in items:
         item["last"] = last.get(item["name"])
         item["loop"] = flags.get(item["name"])
+    # By latest activity (the page's channels: all of them up to PAGE_CHANNELS), unread first
+    # among equals; channels without messages last, by name.
+    items.sort(
+        key=lambda item: item["last"]["ts"].isoformat() if item["last"] else "", reverse=True
+    )
     return render(
         request,
         "dashboard/channels.html",
@@ -112,6 +139,7 @@ def channels(request: SignedInRequest) -> HttpResponse:
             "more": page.more,
             "next": page.next,
             "error": error,
+            "errors": errors,
             "form": form,
         },
         status=400 if error is not None else 200,
@@ -453,6 +481,9 @@ def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
         task["expiry"] = _expiry(task["lease_expires_at"], now)
         task["is_ready"] = task["ready"] and task["status"] in ("open", "blocked")
         columns.setdefault(task["status"], []).append(task)
+    done = tasks_completed_by(channel=channel, task_ids=[task["id"] for task in columns["done"]])
+    for task in columns["done"]:
+        task["completed_by"] = done.get(task["id"])
     return render(
         request,
         "dashboard/tasks.html",
@@ -517,7 +548,12 @@ def agents(request: SignedInRequest) -> HttpResponse:
     people = []
     for item in agent_list_by_name(limit=PRESENCE_ROWS):
         people.append({**item, **latest.pop(item["name"], {})})
-    people += [{"name": name, "kind": "unknown", **seen} for name, seen in sorted(latest.items())]
+    # Not in the registry (an imported sender, say): its messages say "agent" (their stored
+    # sender_kind), so this page does too, and says it never registered.
+    people += [
+        {"name": name, "kind": "agent", "unregistered": True, **seen}
+        for name, seen in sorted(latest.items())
+    ]
     people = presence_nested(people)
     stale_minutes = f"{settings.AGENTCHAT_STALE_SECONDS / 60:g}"
     return render(

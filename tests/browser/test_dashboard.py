@@ -142,7 +142,7 @@ def test_a_message_arrives_live_a_reply_threads_and_mark_read_drops_the_count(br
     assert "Kickoff" in parent.inner_text()
     assert page.locator(f"#m-{reply} .kind").inner_text().strip().lower() == "human"
 
-    page.goto(f"{live.url}/")
+    page.goto(f"{live.url}/channels/")
     assert page.locator("#channel-room .badge").count() == 0  # what was seen was read
     _shots(page, "channels")
     page.click("#channel-room a")

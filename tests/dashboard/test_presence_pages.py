@@ -118,7 +118,7 @@ def test_a_loop_flag_shows_on_the_channel_list_and_page(browser, settings, clock
     for i in range(4):
         services.message_post(channel=room, sender=("ann-bot", "ben-bot")[i % 2], title="re")
         services.message_post(channel=calm, sender="ann-bot", title="note")
-    listing = browser.get("/").content.decode()
+    listing = browser.get("/channels/").content.decode()
     loop_item = listing[listing.index('id="channel-loop"') :]
     assert "loop suspected" in loop_item[: loop_item.index("</li>")]
     calm_item = listing[listing.index('id="channel-calm"') :]

@@ -31,7 +31,7 @@ def browser(ann) -> Client:
     return client
 
 
-@pytest.mark.parametrize("path", ["/", "/help/", "/?after=x"])
+@pytest.mark.parametrize("path", ["/", "/channels/", "/help/", "/channels/?after=x"])
 def test_anonymous_pages_redirect_to_the_sign_in_form(client, path):
     r = client.get(path)
     assert r.status_code == 302
@@ -95,7 +95,7 @@ def test_the_list_shows_what_the_human_may_see_with_unread_counts(browser, ann):
     for n in range(3):
         services.message_post(channel=room, sender="alice", title=f"m{n}")
     services.message_post(channel=mine, sender=me.name, title="my own")
-    page = browser.get("/").content.decode()
+    page = browser.get("/channels/").content.decode()
     assert "open-room" in page and "mine" in page
     assert "secret" not in page
     assert "hello &lt;b&gt;x&lt;/b&gt;" in page  # escaped
@@ -107,26 +107,27 @@ def test_the_list_shows_what_the_human_may_see_with_unread_counts(browser, ann):
 def test_creating_a_channel_from_the_form(browser, ann):
     token = browser.get("/").cookies["csrftoken"].value
     r = browser.post(
-        "/", {"name": "new-room", "topic": "t", "members": "", "csrfmiddlewaretoken": token}
+        "/channels/",
+        {"name": "new-room", "topic": "t", "members": "", "csrfmiddlewaretoken": token},
     )
     assert r.status_code == 302
     channel = Channel.objects.get(name="new-room")
     assert channel.created_by == human_agent(ann).name
-    again = browser.post("/", {"name": "NEW-room", "csrfmiddlewaretoken": token})
+    again = browser.post("/channels/", {"name": "NEW-room", "csrfmiddlewaretoken": token})
     assert again.status_code == 400 and b"already exists" in again.content
-    bad = browser.post("/", {"name": "bad name\x00", "csrfmiddlewaretoken": token})
+    bad = browser.post("/channels/", {"name": "bad name\x00", "csrfmiddlewaretoken": token})
     assert bad.status_code == 400
     assert Channel.objects.count() == 1
 
 
 def test_the_create_form_needs_the_csrf_token(browser):
-    assert browser.post("/", {"name": "x"}).status_code == 403
+    assert browser.post("/channels/", {"name": "x"}).status_code == 403
     assert not Channel.objects.exists()
 
 
 @pytest.mark.parametrize("after", ["%ff", "%ED%B3%BF", "a%00", "x" * 5000, "..%2F", "a%0A"])
 def test_a_hostile_page_cursor_is_a_400(browser, after):
-    assert browser.get("/", QUERY_STRING=f"after={after}").status_code == 400
+    assert browser.get("/channels/", QUERY_STRING=f"after={after}").status_code == 400
 
 
 @pytest.fixture
@@ -351,9 +352,9 @@ def test_the_search_page_finds_what_i_may_see(browser, room, client):
     assert client.get("/search/", {"q": "deploy"}).status_code == 302  # signed out
 
 
-PAGES = ["/", "/help/", "/agents/", "/approvals/", "/search/?q=x", "/c/room/", "/c/room/tasks/",
-         "/c/room/locks/", "/c/room/state/"]  # fmt: skip
-FORMS = ["/", "/c/room/post/", "/c/room/read/", "/approvals/room/1/"]
+PAGES = ["/", "/channels/", "/help/", "/agents/", "/approvals/", "/search/?q=x", "/c/room/",
+         "/c/room/tasks/", "/c/room/locks/", "/c/room/state/"]  # fmt: skip
+FORMS = ["/channels/", "/c/room/post/", "/c/room/read/", "/approvals/room/1/"]
 
 
 @pytest.mark.parametrize("path", PAGES)
