@@ -23,7 +23,7 @@ from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
 from agentchat.dashboard.chat import thread_of
 from agentchat.dashboard.markdown import markdown_html
-from agentchat.dashboard.views import _channel_or_404, _shown_messages
+from agentchat.dashboard.views import _shown_messages, channel_or_404
 from agentchat.state.bounded import Marker, cut_point, summary_shortened, text_cut
 from agentchat.state.markdown import state_markdown
 from agentchat.state.selectors import latest_snapshot, state_summary
@@ -58,7 +58,7 @@ def message_page(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
     parts (``?part=2``), each within it; and its thread (``chat.thread_of``): the messages it
     answers, up the reply chain, and the replies to it, as excerpts within a budget of their
     own."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     found = message_list_among(channel=channel, seqs=[seq])
     if not found:
         raise Http404(f"no message #{seq} in {name!r}")
@@ -120,7 +120,7 @@ def channel_state(request: SignedInRequest, name: str) -> HttpResponse:
     """The derived state summary of the channel, rendered (and when it was last compacted):
     long texts as excerpts linking to their messages, and at most AGENTCHAT_PAGE_MAX_BYTES of
     it, the page saying where it stops."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     summary = state_summary(channel=channel)
     snapshot = latest_snapshot(channel)
     budget_check()

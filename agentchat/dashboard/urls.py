@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from agentchat.dashboard import direct, overview, reading, views
+from agentchat.dashboard import approvals, direct, overview, reading, views
 
 app_name = "dashboard"
 
@@ -28,8 +28,8 @@ urlpatterns = [
     path("dm/<str:peer>/receipt/", direct.direct_receipt, name="direct-receipt"),
     path("monitor/", direct.monitor, name="monitor"),
     path("search/", views.search_page, name="search"),
-    path("approvals/", views.approvals, name="approvals"),
-    path("approvals/<str:name>/<int:seq>/", views.approval_answer, name="approval-answer"),
+    path("approvals/", approvals.approvals, name="approvals"),
+    path("approvals/<str:name>/<int:seq>/", approvals.approval_answer, name="approval-answer"),
     path("c/<str:name>/post/", views.channel_post, name="channel-post"),
     path("c/<str:name>/read/", views.channel_mark_read, name="channel-read"),
     path("c/<str:name>/unread/", views.channel_mark_unread, name="channel-unread"),

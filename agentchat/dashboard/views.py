@@ -21,7 +21,6 @@ from agentchat.core.identity.selectors import agent_list_by_name
 from agentchat.core.models import Agent
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.names import is_agent_name
 from agentchat.core.rules.records import ts_parse
 from agentchat.core.rules.validation import int_parse
 from agentchat.dashboard.budget import Bodies, heavy_page
@@ -39,15 +38,12 @@ from channels_app.approval_rule import (
     APPROVAL_REQUEST,
     answer_decides,
     is_answer,
-    may_decide,
-    same_namespace,
 )
-from channels_app.approvals import approval_cursor, approvals_pending, approvals_pending_among
+from channels_app.approvals import approvals_pending_among
 from channels_app.models import Channel, Message
 from channels_app.presence import presence_seen_by
 from channels_app.search import messages_search
 from channels_app.selectors import (
-    approval_request_find,
     channel_after_check,
     channel_get,
     channel_list,
@@ -160,7 +156,7 @@ FRAGMENT_MESSAGES = 50
 FRAGMENT_MORE_HEADER = "AgentChat-More"  # channel.js reads it
 
 
-def _channel_or_404(request: SignedInRequest, name: str) -> tuple[Agent, Channel]:
+def channel_or_404(request: SignedInRequest, name: str) -> tuple[Agent, Channel]:
     agent = human_agent(request.user)
     try:
         return agent, channel_get(name, viewer=agent.name)
@@ -282,7 +278,7 @@ def channel_page(request: SignedInRequest, name: str) -> HttpResponse:
     from just above it (``?before=`` and ``?after=`` page); the first unread marked, the
     unread counts, a composer. Opening it moves no cursor: the page's script does, as the
     messages are seen (``_read_floor``)."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     try:
         before = _seq_param("before", request.GET)
         after = _seq_param("after", request.GET)
@@ -342,7 +338,7 @@ def channel_post(request: SignedInRequest, name: str) -> HttpResponse:
     """Post as me; back to the channel at the new message (the page's script: JSON, 201 with
     the seq, or 400 with the error). An empty title is the body's first line
     (``chat.title_from_body``)."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     form = request.POST
     try:
         reply_to = _seq_param("reply_to", form)
@@ -380,7 +376,7 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
     """Mark read up to ``seq``: the highest seq the page showed ("Mark all read"), or the last
     one seen (the page's script, which gets the read state as JSON); never the channel's max
     unasked, never back."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     try:
         seq = _seq_param("seq", request.POST)
         if seq is None:
@@ -400,7 +396,7 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
 @require_http_methods(["POST"])
 def channel_mark_unread(request: SignedInRequest, name: str) -> HttpResponse:
     """ "Mark unread from here": the cursor back to just before ``seq`` (never forward)."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     try:
         seq = _seq_param("seq", request.POST)
         if seq is None or seq < 1:
@@ -425,7 +421,7 @@ def channel_fragment(request: HttpRequest, name: str) -> HttpResponse:
     fetches again after the last one it got."""
     if not request.user.is_authenticated:
         return HttpResponse("sign in first", status=403, content_type="text/plain")
-    agent, channel = _channel_or_404(cast(SignedInRequest, request), name)  # signed in
+    agent, channel = channel_or_404(cast(SignedInRequest, request), name)  # signed in
     try:
         after = _seq_param("after", request.GET) or 0
     except AppError as exc:
@@ -466,7 +462,7 @@ def _expiry(text: str | None, now: datetime) -> dict[str, Any] | None:
 def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
     """The tasks board: a column per status; owners, leases counting down (expired ones
     flagged), dependencies and what blocks each task; ready tasks stand out."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     after = request.GET.get("after") or None
     try:
         if after is not None:
@@ -505,7 +501,7 @@ def channel_tasks(request: SignedInRequest, name: str) -> HttpResponse:
 @heavy_page
 def channel_locks(request: SignedInRequest, name: str) -> HttpResponse:
     """The channel's path locks, active and expired: owner, paths, expiry."""
-    agent, channel = _channel_or_404(request, name)
+    agent, channel = channel_or_404(request, name)
     after = request.GET.get("after") or None
     try:
         page = lock_page(channel=channel, after=lock_id_check(after) if after else None)
@@ -561,93 +557,6 @@ def agents(request: SignedInRequest) -> HttpResponse:
         "dashboard/agents.html",
         {"agent": me, "people": people, "stale_minutes": stale_minutes},
     )
-
-
-ANSWER_TITLES = {"approved": "Approved", "rejected": "Rejected"}
-
-
-@login_required
-@require_http_methods(["GET"])
-@heavy_page
-def approvals(request: SignedInRequest) -> HttpResponse:
-    """The pending approval requests across the channels I may see (or of ``?channel=``), each
-    with Approve and Reject (and an optional comment), a page at a time (``?after=``, the
-    previous page's cursor)."""
-    agent = human_agent(request.user)
-    channel = None
-    if "channel" in request.GET:
-        agent, channel = _channel_or_404(request, request.GET["channel"])
-    try:
-        pending, more = approvals_pending(
-            viewer=agent.name,
-            limit=PAGE_MESSAGES * 4,
-            channel=channel,
-            after=request.GET.get("after") or None,
-        )
-    except AppError as exc:
-        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    shown = []
-    bodies = Bodies()
-    for message in pending:
-        shown.append(
-            {
-                "m": message,
-                **body_shown(message, bodies),
-                "maintainer": message.channel.maintainer,
-                "decides": may_decide(
-                    agent.name,
-                    agent.kind,
-                    request_sender=message.sender,
-                    maintainer=message.channel.maintainer,
-                ),
-                "own": same_namespace(message.sender, agent.name),  # or a sub-agent's
-            }
-        )
-    return render(
-        request,
-        "dashboard/approvals.html",
-        {
-            "agent": agent,
-            "pending": shown,
-            "more": more,
-            "next": approval_cursor(pending[-1]) if more and pending else None,
-            "channel": channel,
-            "budget_used": bodies.used_up,
-        },
-    )
-
-
-@login_required
-@require_http_methods(["POST"])
-def approval_answer(request: SignedInRequest, name: str, seq: int) -> HttpResponse:
-    """Approve or reject request #seq: a reply from me with status ``approved`` or
-    ``rejected`` (and the comment as its body), which wakes the requester like any message."""
-    agent, channel = _channel_or_404(request, name)
-    decision = request.POST.get("decision", "")
-    try:
-        if decision not in ANSWER_TITLES:
-            raise AppError(
-                "INVALID_VALUE",
-                "decision must be approved or rejected",
-                detail={"field": "decision"},
-            )
-        asked = approval_request_find(channel=channel, seq=seq)
-        if asked is None:
-            raise AppError("INVALID_SEQ", f"#{seq} is no approval request", detail={"seq": seq})
-        title = f"{ANSWER_TITLES[decision]}: {asked.title}"[: services.TITLE_MAX]
-        services.message_post(
-            channel=channel,
-            sender=agent.name,
-            sender_kind=agent.kind,
-            title=title,
-            body=request.POST.get("comment", ""),
-            to=[asked.sender] if is_agent_name(asked.sender) and asked.sender != agent.name else [],
-            reply_to=seq,
-            status=decision,
-        )
-    except AppError as exc:
-        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    return redirect("dashboard:approvals")
 
 
 @login_required
