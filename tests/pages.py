@@ -40,9 +40,11 @@ def json_size(item: dict[str, Any]) -> int:
 
 
 def count_loaded(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
-    """Rows each page loads in ``module``'s lists (its ``list_page``'s ``load``)."""
+    """Rows each page loads in ``module``'s lists (its ``list_page``'s ``load``; a module that
+    calls it as ``pages.list_page`` has it spied on there, for the test)."""
     loaded: list[int] = []
-    real = module.list_page
+    owner = module if hasattr(module, "list_page") else module.pages
+    real = owner.list_page
 
     def spy(rows: Any, *, load: Callable[[Any], Any], **kwargs: Any) -> Any:
         def counting(queryset: Any) -> list[Any]:
@@ -52,5 +54,5 @@ def count_loaded(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
 
         return real(rows, load=counting, **kwargs)
 
-    monkeypatch.setattr(module, "list_page", spy)
+    monkeypatch.setattr(owner, "list_page", spy)
     return loaded

@@ -199,9 +199,9 @@
     opener.addEventListener("click", function (event) { event.preventDefault(); help.showModal(); });
   }
 
-  // A code block that scrolls sideways can be reached and scrolled from the keyboard.
+  // A code block or table that scrolls sideways can be reached and scrolled from the keyboard.
   function scrollablesFocusable() {
-    document.querySelectorAll("main pre").forEach(function (pre) {
+    document.querySelectorAll("main pre, main table").forEach(function (pre) {
       if (pre.scrollWidth > pre.clientWidth && !pre.hasAttribute("tabindex")) pre.tabIndex = 0;
     });
   }

@@ -40,7 +40,16 @@ def test_redis_restart_loses_no_message_and_leaks_nothing(transactional_db, make
     rds = PrivateRedis()
     server = None
     try:
-        server = ServerProcess(env={"REDIS_URL": rds.url, "AGENTCHAT_STREAM_SWEEP_SECONDS": "1"})
+        # One thread in each database pool, so the pools' threads are all there once each pool
+        # has served a read (below): what the count adds after the fault is a leak.
+        server = ServerProcess(
+            env={
+                "REDIS_URL": rds.url,
+                "AGENTCHAT_STREAM_SWEEP_SECONDS": "1",
+                "AGENTCHAT_DB_THREADS": "1",
+                "AGENTCHAT_DB_HEAVY_THREADS": "1",
+            }
+        )
         r = httpx.post(f"{server.url}/api/v1/channels/", json={"name": "rr"}, headers=auth(alice))
         assert r.status_code == 201
         group = redis_group_channel(rds.url, channel_group(Channel.objects.get(name="rr").pk))
@@ -103,6 +112,12 @@ def test_redis_restart_loses_no_message_and_leaks_nothing(transactional_db, make
                 results = await asyncio.wait_for(asyncio.gather(*parked), 60)
                 return results[:WAITERS], results[WAITERS:], reconnects
 
+        async def replay_one() -> None:
+            url = f"{server.ws_url}/ws/channels/rr/?since=0&token={subscribers[0]}"
+            async with websockets.connect(url) as ws:
+                while json.loads(await asyncio.wait_for(ws.recv(), 20)).get("type") != "message":
+                    pass
+
         def subscriptions() -> int:
             return len(probe.pubsub_channels("agentchat.*"))
 
@@ -112,6 +127,7 @@ def test_redis_restart_loses_no_message_and_leaks_nothing(transactional_db, make
         # A wave without a fault first: the pools' threads and the layer's connections the
         # server keeps, to compare with.
         asyncio.run(live_wave(fault=False))
+        asyncio.run(replay_one())  # a replay reads on the heavy pool: its one thread starts
         wait_until(lambda: group_subscribers() == 0, what="the first wave left the group")
         before = settled()
         waited, streamed, _ = asyncio.run(live_wave(fault=True))

@@ -121,6 +121,9 @@ return 1
 """
 
 
+REDIS_WAIT_SECONDS = 2.0  # for a place in Redis; past it, counted in this process
+
+
 class RedisFollowSlots:
     """The open connections of each (kind, key) across the processes that share ``url``."""
 
@@ -149,10 +152,14 @@ class RedisFollowSlots:
         name = self.name(kind, key)
         member = f"{self.process}:{next(self._numbers)}"
         try:
-            taken = await self.client.eval(_TAKE, 1, name, member, limit, self.ttl_ms)
+            taken = await asyncio.wait_for(
+                self.client.eval(_TAKE, 1, name, member, limit, self.ttl_ms), REDIS_WAIT_SECONDS
+            )
         except Exception as exc:
+            # Redis down: the streams go on from the database sweep (docs/deployment.md,
+            # faults), so the place is counted in this process alone until it is back.
             logger.warning("could not count the live connections in Redis: %s", exc)
-            raise AppError("SERVICE_UNAVAILABLE", "the server cannot take the request now") from exc
+            return await _local.take(kind, key, limit, refusal)
         if not taken:
             raise refusal(limit)
         self.held[member] = name
@@ -161,6 +168,9 @@ class RedisFollowSlots:
         return member
 
     async def give(self, place: object) -> None:
+        if isinstance(place, tuple):  # taken while Redis was down
+            await _local.give(place)
+            return
         assert isinstance(place, str)
         name = self.held.pop(place, None)
         if name is None:
