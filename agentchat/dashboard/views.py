@@ -370,6 +370,20 @@ def channel_post(request: SignedInRequest, name: str) -> HttpResponse:
     return redirect(f"{reverse('dashboard:channel', args=[channel.name])}#m-{message.seq}")
 
 
+def _cursor_moved(request: SignedInRequest, agent: Agent, channel: Channel) -> HttpResponse:
+    """The answer of a read or unread mark: the read state as JSON to the page's script, else
+    back to the channel."""
+    if wants_json(request):
+        return JsonResponse(read_state(agent, channel))
+    return redirect("dashboard:channel", channel.name)
+
+
+def _cursor_refused(request: SignedInRequest, agent: Agent, exc: AppError) -> HttpResponse:
+    if wants_json(request):
+        return error_json(exc)
+    return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
+
+
 @login_required
 @require_http_methods(["POST"])
 def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
@@ -384,12 +398,8 @@ def channel_mark_read(request: SignedInRequest, name: str) -> HttpResponse:
         if seq > cursor_get(agent=agent, channel=channel):
             services.cursor_ack(channel=channel, agent=agent, seq=seq)
     except AppError as exc:
-        if wants_json(request):
-            return error_json(exc)
-        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    if wants_json(request):
-        return JsonResponse(read_state(agent, channel))
-    return redirect("dashboard:channel", channel.name)
+        return _cursor_refused(request, agent, exc)
+    return _cursor_moved(request, agent, channel)
 
 
 @login_required
@@ -404,12 +414,8 @@ def channel_mark_unread(request: SignedInRequest, name: str) -> HttpResponse:
         if seq - 1 < cursor_get(agent=agent, channel=channel):
             services.cursor_ack(channel=channel, agent=agent, seq=seq - 1)
     except AppError as exc:
-        if wants_json(request):
-            return error_json(exc)
-        return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    if wants_json(request):
-        return JsonResponse(read_state(agent, channel))
-    return redirect("dashboard:channel", channel.name)
+        return _cursor_refused(request, agent, exc)
+    return _cursor_moved(request, agent, channel)
 
 
 @require_http_methods(["GET"])
