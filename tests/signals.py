@@ -4,12 +4,15 @@
   deadline; fail with a clear message when it never holds.
 - ``subscribers(group)``: how many channels of this process the layer holds in ``group`` (the
   layer adapter's probe), e.g. to know that a wait has subscribed.
+- ``waits_behind_us(started)``: another thread has started and waits for this thread's open
+  transaction (PostgreSQL: a lock wait in pg_stat_activity; SQLite: a ticket at the writer).
 - ``layer_kind``: a fixture that runs a test on the in-memory layer and again on Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +44,31 @@ def wait_until(predicate: Callable[[], Any], *, timeout: float = 10, what: str =
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s: {what or predicate}")
         time.sleep(0.01)
+
+
+def waits_behind_us(started: threading.Event) -> bool:
+    """The other thread has set ``started`` and now waits for this thread's transaction: on
+    PostgreSQL on a lock, on SQLite on the FIFO writer lock.
+
+    PostgreSQL keeps one snapshot of pg_stat_activity for a whole transaction, and the caller
+    polls from inside its open transaction: without clearing it each time, a first look taken
+    before the other thread blocked is the answer forever."""
+    from django.db import connection
+
+    from agentchat.core.db import transactions as core_db
+
+    if not started.is_set():
+        return False
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            return cursor.fetchone()[0] > 0
+    writer = core_db._sqlite_writer
+    return writer._next_ticket - writer._serving >= 2
 
 
 def subscribers(group: str) -> int:

@@ -18,7 +18,6 @@ import pytest
 from django.db import connection, connections
 
 from agentchat.asgi import application
-from agentchat.core.db import transactions as core_db
 from channels_app import live, services
 from channels_app.models import Cursor
 from channels_app.selectors import cursor_get
@@ -30,7 +29,7 @@ from channels_app.services import (
     message_read,
 )
 from tests.conftest import auth, in_thread
-from tests.signals import until, wait_until
+from tests.signals import until, wait_until, waits_behind_us
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,22 +42,6 @@ def backlog(make_agent):
     for n in range(1, 21):
         message_post(channel=channel, sender="alice", title=f"m{n}")
     return channel, bob, bob_token
-
-
-def _other_is_blocked(started: threading.Event) -> bool:
-    """The second read has started and waits for the first one's transaction: on PostgreSQL on
-    a row lock (pg_stat_activity says so), on SQLite on the FIFO writer lock."""
-    if not started.is_set():
-        return False
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            return cursor.fetchone()[0] > 0
-    writer = core_db._sqlite_writer
-    return writer._next_ticket - writer._serving >= 2
 
 
 def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
@@ -75,7 +58,7 @@ def test_two_reads_at_once_deliver_each_message_once(backlog, monkeypatch):
             # Hold the first read's transaction open until the second one either finished
             # (it did not wait for us: the bug) or waits for us.
             wait_until(
-                lambda: second_done.is_set() or _other_is_blocked(second_started),
+                lambda: second_done.is_set() or waits_behind_us(second_started),
                 what="the second read finished or waits for the first",
             )
         return result

@@ -11,16 +11,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
-from agentchat.core.db import transactions as core_db
 from agentchat.core.models import Agent
 from channels_app import inbox as inbox_reads
 from channels_app.models import Channel, ContactEvent, Delivery
 from channels_app.services import envelope_send
 from channels_app.services import envelopes as envelope_services
 from tests.conftest import auth
-from tests.signals import wait_until
+from tests.signals import wait_until, waits_behind_us
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,22 +138,6 @@ def test_a_follower_reads_every_delivery_once_in_order_while_senders_race(live, 
     assert sum(len(p) for p in pages) == total
 
 
-def _second_waits(started: threading.Event) -> bool:
-    """The second delivery has started and waits for the first one's transaction: on
-    PostgreSQL on a lock (pg_stat_activity), on SQLite on the FIFO writer."""
-    if not started.is_set():
-        return False
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            return cursor.fetchone()[0] > 0
-    writer = core_db._sqlite_writer
-    return writer._next_ticket - writer._serving >= 2
-
-
 def test_a_delivery_that_commits_late_is_never_passed_by_a_reader(make_agent, monkeypatch):
     # The first delivery to bob takes its seq_num and holds its transaction open; a second one
     # (another sender, another channel: only bob's inbox is shared) starts meanwhile. With an
@@ -190,7 +173,7 @@ def test_a_delivery_that_commits_late_is_never_passed_by_a_reader(make_agent, mo
         assert first_holds.wait(timeout=30)
         second = pool.submit(deliver, carol, "second")
         wait_until(
-            lambda: second.done() or _second_waits(second_started),
+            lambda: second.done() or waits_behind_us(second_started),
             what="the second delivery finished or waits for the first",
         )
         # A follower reads now, and on from where that left it once both have committed.
