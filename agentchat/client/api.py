@@ -61,8 +61,20 @@ CHANNEL_HINT = "list channels with `agentchat channels`, create one with `agentc
 
 
 def seg(value: str) -> str:
-    """One path segment, percent-encoded (a channel name, a task id, a marker)."""
-    return quote(value, safe="")
+    """One path segment, percent-encoded (a channel name, a task id, a marker). Raises
+    ``INVALID_TEXT`` for a value no UTF-8 can carry (a lone surrogate: an argument of bytes
+    that are not UTF-8, a JSON ``\\ud800`` escape)."""
+    return quote(_utf8(value), safe="")
+
+
+def _utf8(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ClientError(
+            "INVALID_TEXT", "an argument is not valid Unicode text (a lone surrogate?)"
+        ) from exc
+    return value
 
 
 def _left(timeout: float | None) -> float | None:
@@ -537,7 +549,7 @@ def _wants_json(accept: str) -> bool:
 def _param(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return _utf8(str(value))
 
 
 def _reason(exc: Exception) -> str:

@@ -24,6 +24,7 @@ from agentchat.client import iasp, shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
 from agentchat.client.ops import relevant
+from agentchat.client.safe import line
 
 log = logging.getLogger("agentchat.mcp")
 
@@ -39,6 +40,13 @@ STREAM_PATH = "/ws/channels/"  # the multiplexed stream
 # The agent's HTTP v1 inbox (docs/http-v1.md): its last deliveries, pushed on each new one.
 INBOX_URI = "agentchat://inbox"
 INBOX_IN_RESOURCE = 20  # the inbox resource shows this many last deliveries
+
+
+def resource_error(exc: ClientError) -> MCPError:
+    """A failed call as the MCP error of a resource request; the message escaped (``line``):
+    it is the server's text, which an agent's client shows."""
+    code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
+    return MCPError(code, line(f"{exc.code}: {exc.message}"))
 
 
 def channel_uris(name: str) -> tuple[str, str]:
@@ -173,8 +181,7 @@ class Hub:
             try:
                 await signals_body(self, *inbox)
             except ClientError as exc:
-                code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
-                raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+                raise resource_error(exc) from exc
         async with self.lock:
             if channel in self.positions:
                 self._register(uri, session)
@@ -185,10 +192,9 @@ class Hub:
             if not isinstance(since, int) or isinstance(since, bool):
                 raise TypeError("last_seq is not an integer")
         except ClientError as exc:
-            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
-            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+            raise resource_error(exc) from exc
         except (TypeError, KeyError) as exc:
-            raise MCPError(-32603, f"BAD_RESPONSE: the channel's record: {exc}") from exc
+            raise MCPError(-32603, line(f"BAD_RESPONSE: the channel's record: {exc}")) from exc
         await self.identity()
         async with self.lock:
             if channel not in self.positions:
@@ -402,8 +408,7 @@ class Hub:
         try:
             tail = (await anyio.to_thread.run_sync(inbox_head, self.client))["tail"]
         except ClientError as exc:
-            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
-            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
+            raise resource_error(exc) from exc
         async with self.lock:
             if self.inbox_tail is None:
                 self.inbox_tail = tail
@@ -482,7 +487,7 @@ class Resync(Exception):
 def _error_line(error: Any) -> str:
     if not isinstance(error, dict):
         return f"malformed error {str(error)[:100]!r}"
-    return f"{str(error.get('code'))[:64]}: {str(error.get('message'))[:300]}"
+    return line(f"{str(error.get('code'))[:64]}: {str(error.get('message'))[:300]}")
 
 
 class Listen:

@@ -34,7 +34,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -42,7 +42,6 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.shared.exceptions import MCPError
 
 from agentchat.client import shapes
 from agentchat.client.api import Client, seg
@@ -50,12 +49,12 @@ from agentchat.client.config import config_load
 from agentchat.client.errors import ClientError
 from agentchat.client.mcp_hub import (
     INBOX_URI,
-    RESOURCE_NOT_FOUND,
     SIGNALS_PREFIX,
     URI_PREFIX,
     Hub,
     channel_uris,
     inbox_body,
+    resource_error,
     signals_body,
     signals_uri_parse,
     uri_parse,
@@ -63,6 +62,7 @@ from agentchat.client.mcp_hub import (
 from agentchat.client.mcp_schema import Tool
 from agentchat.client.mcp_tools import TOOLS, TOOLS_BY_NAME
 from agentchat.client.ops import relevant
+from agentchat.client.safe import line, sendable, terminal
 
 log = logging.getLogger("agentchat.mcp")
 
@@ -78,20 +78,27 @@ INSTRUCTIONS = (
 )
 
 
+def json_text(body: Any) -> str:
+    """``body`` as the JSON text an agent reads: the same JSON, with every character a
+    terminal or a reader would act on or not see (C0/C1 controls, bidirectional controls,
+    invisible format characters, lone surrogates) written as its ``\\uXXXX`` escape."""
+    return terminal(json.dumps(body, ensure_ascii=False, indent=1), as_json=True)
+
+
 def tool_result(body: Any) -> types.CallToolResult:
-    text = json.dumps(body, ensure_ascii=False, indent=1)
-    structured = body if isinstance(body, dict) else {"result": body}
+    structured = sendable(body if isinstance(body, dict) else {"result": body})
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured
+        content=[types.TextContent(type="text", text=json_text(body))],
+        structured_content=cast(dict[str, Any], structured),
     )
 
 
 def tool_error(
     code: str, message: str, detail: dict[str, Any] | None = None
 ) -> types.CallToolResult:
-    error = {"code": code, "message": message, "detail": detail or {}}
+    error = sendable({"code": code, "message": message, "detail": detail or {}})
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{code}: {message}")],
+        content=[types.TextContent(type="text", text=f"{line(code)}: {line(message)}")],
         structured_content={"error": error},
         is_error=True,
     )
@@ -170,7 +177,7 @@ def build_server(client: Client) -> Server[Hub]:
                 lambda: TOOLS_BY_NAME["channels"].call(hub.client, {})
             )
         except ClientError as exc:
-            raise MCPError(-32603, f"{exc.code}: {exc.message}") from exc
+            raise resource_error(exc) from exc
         resources = [
             types.Resource(
                 uri=INBOX_URI,
@@ -185,16 +192,18 @@ def build_server(client: Client) -> Server[Hub]:
             resources.append(
                 types.Resource(
                     uri=whole,
-                    name=f"{name}",
-                    description=f"channel {name}: {channel.get('topic') or ''}".strip(),
+                    name=line(name),
+                    description=line(f"channel {name}: {channel.get('topic') or ''}".strip()),
                     mime_type="application/json",
                 )
             )
             resources.append(
                 types.Resource(
                     uri=unread,
-                    name=f"{name} unread",
-                    description=f"your unread messages in {name} ({channel.get('unread', 0)})",
+                    name=line(f"{name} unread"),
+                    description=line(
+                        f"your unread messages in {name} ({channel.get('unread', 0)})"
+                    ),
                     mime_type="application/json",
                 )
             )
@@ -237,9 +246,8 @@ def build_server(client: Client) -> Server[Hub]:
                 channel, unread = uri_parse(uri)
                 body = await resource_body(hub, channel, unread=bool(unread))
         except ClientError as exc:
-            code = RESOURCE_NOT_FOUND if exc.status == 404 else -32603
-            raise MCPError(code, f"{exc.code}: {exc.message}") from exc
-        text = json.dumps(body, ensure_ascii=False, indent=1)
+            raise resource_error(exc) from exc
+        text = json_text(body)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )

@@ -47,3 +47,20 @@ def terminal(text: str, *, keep: str = "\n\t", as_json: bool = False) -> str:
 def line(text: object) -> str:
     """A field of one line (a name, a title, an error message): ``terminal`` keeping nothing."""
     return terminal(str(text), keep="")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(value: object) -> object:
+    """``value`` (decoded JSON) with each lone surrogate of its strings and keys replaced by
+    U+FFFD: a JSON ``\\ud800`` escape from the server carries one, and no UTF-8 can, so the MCP
+    server could not write it (its writer raised, and the server died). Everything else as it
+    is: structured content stays the server's data."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {sendable(key): sendable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [sendable(item) for item in value]
+    return value

@@ -87,6 +87,7 @@ SYNC_DIR = ".agentchat-sync"
 # Bump when the bytes of a message file change (a render fix): every folder is then checked
 # in full once, instead of trusting files an older version wrote.
 MANIFEST_VERSION = 1
+MANIFEST_MAX_BYTES = 64 * 1024  # a manifest is ~150 bytes
 CHUNK = 2000
 RECORD_CHUNK = 500
 SEQ_MAX = 2**63 - 1
@@ -231,6 +232,16 @@ def _root_prepare(root: Path, *, adopt: bool) -> Path:
                 )
             state.mkdir(exist_ok=True)
         (state / "channels").mkdir(exist_ok=True)
+        # The state is written and pruned by name: a symlink there (a cloned audit
+        # repository can carry one) would send the prune's removals and the manifests' writes
+        # wherever it points. Both folders must be real ones of the root.
+        for folder in (state, state / "channels"):
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                raise AppError(
+                    "SYNC_ROOT_INVALID",
+                    f"{folder} is not a directory (a symlink is never followed)",
+                    detail={"root": str(root), "entry": str(folder)},
+                )
     except OSError as exc:
         raise AppError(
             "SYNC_ROOT_INVALID", f"{root}: {exc.strerror or exc}", detail={"root": str(root)}
@@ -241,7 +252,14 @@ def _root_prepare(root: Path, *, adopt: bool) -> Path:
 @contextmanager
 def _root_locked(state: Path) -> Iterator[None]:
     """One sync per root at a time. Raises SYNC_BUSY."""
-    fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:  # a symlink (ELOOP) or another kind of entry
+        raise AppError(
+            "SYNC_ROOT_INVALID",
+            f"{state / 'lock'}: {exc.strerror or exc}",
+            detail={"root": str(state.parent)},
+        ) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -256,10 +274,24 @@ def _manifest_path(state: Path, name: str) -> Path:
     return state / "channels" / f"{name}.json"
 
 
+def _manifest_read(path: Path) -> bytes:
+    """A manifest's bytes: a regular file of at most MANIFEST_MAX_BYTES, never read through a
+    symlink (ELOOP) nor from a device or a fifo. Raises OSError or ValueError (the manifest is
+    then ignored and the channel synced whole)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MANIFEST_MAX_BYTES:
+            raise ValueError(f"{path}: not a manifest")
+        return os.read(fd, MANIFEST_MAX_BYTES + 1)[:MANIFEST_MAX_BYTES]
+    finally:
+        os.close(fd)
+
+
 def _manifest_load(state: Path, channel: Channel) -> dict[str, Any] | None:
     """The channel's last sync, if it was of this very channel by this format."""
     try:
-        manifest = json.loads(_manifest_path(state, channel.name).read_bytes())
+        manifest = json.loads(_manifest_read(_manifest_path(state, channel.name)))
     except (OSError, ValueError):
         return None
     if (

@@ -8,14 +8,17 @@ visibility and topic are fixed (``channel_update`` refuses it) and it takes enve
 ``Delivery``.
 
 Its name: ``dm.<a>.<b>`` (the pair sorted) when that is a free channel name of at most 64
-characters, else ``dm.<24 hex digits of the pair's digest>`` (then ``-2``, ``-3``...). The name
-is only a label: the pair is found by ``direct_pair``, so a channel that already had the name
-changes nothing but the name the pair gets.
+characters, else ``dm.<24 hex digits of the pair's digest>`` (then ``-2``, ``-3``), and when a
+folder's import took all of those (an import may name channels ``dm.``; the API refuses the
+prefix), ``dm.<digest>-<12 random hex digits>``, which no folder can foresee. The name is only a
+label: the pair is found by ``direct_pair``, so a channel that already had the name changes
+nothing but the name the pair gets.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from typing import cast
 
 from django.db import IntegrityError, transaction
@@ -29,18 +32,22 @@ from channels_app.services.groups import ROSTER_GROUP
 
 NAME_PREFIX = "dm."
 _NAME_ATTEMPTS = 4
+_RANDOM_ATTEMPTS = 4  # names no one can take beforehand: a clash is a 1 in 2**48 chance
 
 
 def direct_pair_key(a: str, b: str) -> str:
     return " ".join(sorted((a, b)))
 
 
+def _digest_name(a: str, b: str) -> str:
+    return NAME_PREFIX + hashlib.sha256(direct_pair_key(a, b).encode()).hexdigest()[:24]
+
+
 def direct_channel_names(a: str, b: str) -> list[str]:
     """The names a pair's channel tries, in order."""
     first, second = sorted((a, b))
     readable = f"{NAME_PREFIX}{first}.{second}"
-    digest = hashlib.sha256(direct_pair_key(a, b).encode()).hexdigest()[:24]
-    hashed = f"{NAME_PREFIX}{digest}"
+    hashed = _digest_name(a, b)
     names = [hashed] + [f"{hashed}-{n}" for n in range(2, _NAME_ATTEMPTS)]
     if is_record_id(readable, max_length=CHANNEL_NAME_MAX) and not channel_name_problem(readable):
         names.insert(0, readable)
@@ -65,7 +72,8 @@ def direct_channel_for(a: str, b: str) -> Channel:
     if found is not None:
         return found
     members = sorted({a, b})
-    for name in direct_channel_names(a, b):
+    unforeseen = [f"{_digest_name(a, b)}-{secrets.token_hex(6)}" for _ in range(_RANDOM_ATTEMPTS)]
+    for name in direct_channel_names(a, b) + unforeseen:
         try:
             with transaction.atomic():
                 channel = Channel.objects.create(

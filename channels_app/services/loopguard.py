@@ -7,9 +7,10 @@ audit messages (a whiteboard write, a channel update, a compaction, ``loop.suspe
 count nor end it. A run of ``AGENTCHAT_LOOP_GUARD_MESSAGES`` messages from at least two agents
 (one agent alone is no exchange, and the post budget bounds it) **flags** the channel: the
 server posts one ``loop.suspected`` audit message, the dashboard shows the flag, and with
-``AGENTCHAT_LOOP_GUARD_REFUSE`` the channel refuses agents' posts (429 ``LOOP_SUSPECTED``,
-``Retry-After`` the rest of the cool-down) until a human posts or
-``AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS`` pass; then a new run starts from nothing.
+``AGENTCHAT_LOOP_GUARD_REFUSE`` the channel refuses the posts of the agents whose namespace took
+part in the run (429 ``LOOP_SUSPECTED``, ``Retry-After`` the rest of the cool-down) until a human
+posts or ``AGENTCHAT_LOOP_GUARD_COOLDOWN_SECONDS`` pass; then a new run starts from nothing. Any
+other agent posts as before (``_took_part``).
 
 The state is one row per channel (``LoopGuard``), taken by one statement in the posting
 transaction: an upsert whose ``SET`` reads the old row (``ON CONFLICT … DO UPDATE``, the same on
@@ -34,6 +35,7 @@ from django.db import connection
 from agentchat.core.models import Agent
 from agentchat.core.rules.audit import status_key
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.presence import namespace_root
 from channels_app.models import LoopGuard, Message
 
 EVENT_LOOP_SUSPECTED = "loop.suspected"
@@ -148,7 +150,12 @@ def loop_guard_step(message: Message, *, now: datetime) -> LoopFlag | None:
         at = now.timestamp()
         cursor.execute(_upsert_sql(config), [message.channel_id, message.seq, message.sender, at])
         run, from_seq, flagged_at, flag_new, _ = cursor.fetchone()
-    if flagged_at is not None and not flag_new and config.refuse:
+    if (
+        flagged_at is not None
+        and not flag_new
+        and config.refuse
+        and _took_part(message, config.messages)
+    ):
         retry_after = max(1, math.ceil(round(flagged_at + config.cooldown - at, 6)))
         raise AppError(
             "LOOP_SUSPECTED",
@@ -162,6 +169,30 @@ def loop_guard_step(message: Message, *, now: datetime) -> LoopFlag | None:
             },
         )
     return LoopFlag(run=int(run), from_seq=int(from_seq), flagged_now=bool(flag_new))
+
+
+def _took_part(message: Message, run: int) -> bool:
+    """Whether ``message``'s sender is of a namespace (its root, any sub-agent) that took part
+    in the run that flagged its channel: the ``run`` agents' messages before the flag's
+    ``loop.suspected``. A refusal is for them only: one agent and its own sub-agent make a run
+    of two senders, and a flag refusing everyone would let one token silence the channel for
+    every other agent. A direct channel (no ``loop.suspected``: its pair are the run) refuses
+    both. One query, of ``run`` rows, and only while the channel is flagged."""
+    flagged_seq = _flagged_seq(message.channel_id)
+    if flagged_seq is None:
+        return True
+    senders = (
+        Message.objects.filter(
+            channel_id=message.channel_id,
+            seq__lt=flagged_seq,
+            sender_kind=Agent.Kind.AGENT,
+        )
+        .exclude(kind=Message.Kind.AUDIT)
+        .order_by("-seq")
+        .values_list("sender", flat=True)[:run]
+    )
+    root = namespace_root(message.sender)
+    return any(namespace_root(sender) == root for sender in senders)
 
 
 def _flagged_seq(channel_id: int) -> int | None:

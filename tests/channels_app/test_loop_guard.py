@@ -174,3 +174,23 @@ def test_the_post_path_adds_one_query_whatever_the_channel_holds(guard, room, cl
     assert len(guarded) == 1 and "ON CONFLICT" in guarded[0]
     guard.AGENTCHAT_LOOP_GUARD_MESSAGES = 0
     assert len(_queries_of_a_post(room, "alice")) == len(later) - 1
+
+
+def test_a_flag_refuses_only_the_namespaces_of_the_run_not_a_third_agent(guard, room, clock):
+    """One agent and its own sub-agent (one token) can make a run of two senders: the flag
+    must not become a way to silence the channel for everyone else. The refusal is for the
+    agents whose namespace took part in the run that set the flag."""
+    agent_get_or_create(name="carol")
+    for i in range(N):
+        clock.advance(1)
+        post(room, ("alice", "alice.bot")[i % 2])
+    assert len(suspected(room)) == 1
+    clock.advance(1)
+    assert refused(room, "alice").code == "LOOP_SUSPECTED"
+    assert refused(room, "alice.bot").code == "LOOP_SUSPECTED"
+    assert refused(room, "alice.other").code == "LOOP_SUSPECTED"  # alice's namespace
+    for _ in range(3):  # carol's posts go through, however many
+        clock.advance(1)
+        assert post(room, "carol", "not part of it").seq > 0
+    assert refused(room, "alice").code == "LOOP_SUSPECTED"
+    assert len(suspected(room)) == 1

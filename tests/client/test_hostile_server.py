@@ -364,3 +364,96 @@ def test_a_wait_refuses_a_too_large_frame_and_ends_at_its_deadline() -> None:
     assert len(connections) >= 2  # dropped and subscribed again
     # No connection was read past the cap (bar what the sockets' buffers hold).
     assert max(connections) <= ops.WS_MAX_FRAME + 8 * 1024 * 1024
+
+
+# --- the MCP server between a hostile server and an agent ------------------------------------
+
+
+def _mcp_params(url: str, home: Path) -> Any:
+    import os
+    import sys
+
+    from mcp import StdioServerParameters
+
+    root = Path(__file__).resolve().parents[2]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "PYTHONPATH": str(root)}
+    env |= {"AGENT_CHAT_URL": url, "AGENT_CHAT_TOKEN": "t", "AGENT_CHAT_CALL_TIMEOUT": "5"}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "agentchat.client.mcp_server"], env=env, cwd=root
+    )
+
+
+def _replaced(value: Any) -> Any:
+    """The server's data as structured content carries it: lone surrogates as U+FFFD."""
+    return json.loads(json.dumps(value).replace("\\ud800", "\\ufffd"))
+
+
+async def test_the_mcp_server_shows_hostile_text_escaped_and_survives_lone_surrogates(
+    fake, tmp_path: Path
+) -> None:
+    """Through the official SDK client: every text the agent reads (a result's JSON text, an
+    error's line, a resource's text, name and description) has no raw control, bidi control,
+    invisible character or lone surrogate; structured content is the server's data, a lone
+    surrogate (which no UTF-8 can carry, and which killed the server) as U+FFFD."""
+    import anyio
+    import mcp_types as types
+    from mcp import Client as McpClient
+    from mcp.shared.exceptions import MCPError
+
+    conflict = {"code": "TASK_CONFLICT", "message": H, "detail": {"k": H}}
+    fake.routes[("GET", "channels/review/tasks/t2/")] = (409, {"error": conflict})
+    texts: list[str] = []
+    with anyio.fail_after(60):  # a hang guard only
+        async with McpClient(_mcp_params(fake.url, tmp_path)) as client:
+            for tool, args, route in (
+                ("peek", {"channel": "review"}, ("GET", "channels/review/messages/")),
+                ("read", {"channel": "review"}, ("POST", "channels/review/read/")),
+                (
+                    "task_show",
+                    {"channel": "review", "id": "t1"},
+                    ("GET", "channels/review/tasks/t1/"),
+                ),
+                ("channels", {}, ("GET", "channels/")),
+            ):
+                result = await client.call_tool(tool, args)
+                assert result.is_error is not True, result
+                [content] = result.content
+                assert isinstance(content, types.TextContent)
+                texts.append(content.text)
+                assert json.loads(content.text) == ROUTES[route]  # the same JSON, escaped
+                assert result.structured_content == _replaced(ROUTES[route])
+            failed = await client.call_tool("task_show", {"channel": "review", "id": "t2"})
+            assert failed.is_error is True
+            [content] = failed.content
+            assert isinstance(content, types.TextContent)
+            assert content.text == f"TASK_CONFLICT: {ESCAPED}"
+            assert failed.structured_content == {"error": _replaced(conflict)}
+            listed = (await client.list_resources()).resources
+            texts += [f"{r.name} {r.description}" for r in listed]
+            assert f"channel review: {ESCAPED}" in [r.description for r in listed]
+            read = await client.read_resource("agentchat://channels/review")
+            [contents] = read.contents
+            assert isinstance(contents, types.TextResourceContents)
+            texts.append(contents.text)
+            assert json.loads(contents.text)["channel"] == CHANNEL
+            fake.routes[("GET", "channels/review/")] = (404, {"error": {**conflict, "code": H}})
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource("agentchat://channels/review")
+            texts.append(str(caught.value))
+            assert ESCAPED in str(caught.value)
+            alive = await client.call_tool("peek", {"channel": "review"})
+            assert alive.is_error is not True
+    for text in texts:
+        safe_output(text)
+
+
+def test_an_argument_no_utf8_can_carry_is_invalid_text_and_never_sent(fake) -> None:
+    with Client(fake.url, "t") as client:
+        for call in (
+            lambda: client.request("GET", "channels/" + api.seg("re\udcffv") + "/"),
+            lambda: client.request("GET", "channels/", params={"q": "\ud800"}),
+        ):
+            with pytest.raises(ClientError) as caught:
+                call()
+            assert caught.value.code == "INVALID_TEXT"
+    assert fake.seen == []

@@ -370,3 +370,30 @@ def test_a_claimed_marker_name_that_is_a_directory_or_link_is_replaced(tmp_path:
     assert (chan / "task-1.CLAIMED-bob.md").read_bytes() == b""
     assert not (chan / "task-2.CLAIMED-bob.md").exists()
     assert target.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("linked", [SYNC_DIR, f"{SYNC_DIR}/channels"])
+def test_a_symlinked_state_folder_is_refused_and_nothing_outside_is_touched(
+    tmp_path: Path, linked: str
+) -> None:
+    """The sync's own state (its lock, the channels' manifests, which it prunes) is a real
+    folder of the root: a link planted there (a cloned audit repository can carry one) would
+    have the prune delete, and the writes create, files wherever it points."""
+    scenario.build()
+    root = tmp_path / "root"
+    folder_sync(root=root)
+    outside = tmp_path / "outside"
+    (outside / "channels").mkdir(parents=True)
+    for name in ("keep.json", "lock", "review.json"):
+        (outside / name).write_text("keep")
+        (outside / "channels" / name).write_text("keep")
+    before = scenario.tree(outside)
+    import shutil
+
+    shutil.rmtree(root / linked)
+    (root / linked).symlink_to(outside if linked == SYNC_DIR else outside / "channels")
+    with pytest.raises(AppError) as caught:
+        folder_sync(root=root)
+    assert caught.value.code == "SYNC_ROOT_INVALID"
+    assert scenario.tree(outside) == before
+    assert (outside / "channels" / "review.json").read_text() == "keep"

@@ -153,3 +153,16 @@ def test_a_name_taken_or_too_long_gives_the_pair_a_digest_name(alice, bob, api_f
     assert len(direct_channel_names(long_a, long_b)[0]) == 27
     # names with dots that would read alike get channels of their own
     assert direct_channel_for("a.b", "c").pk != direct_channel_for("a", "b.c").pk
+
+
+def test_every_name_a_folder_can_foresee_taken_still_gives_the_pair_its_channel(alice, bob):
+    # An import may make channels of any dm. name (the API refuses the prefix): squatting every
+    # deterministic name made the pair's envelopes SERVICE_UNAVAILABLE for ever.
+    for name in direct_channel_names("alice", "bob"):
+        Channel.objects.create(name=name, created_by="carol", members=["carol"])
+    send(alice, "alice", "bob", text="still private")
+    direct = Channel.objects.get(direct_pair="alice bob")
+    assert direct.name.startswith(direct_channel_names("alice", "bob")[1] + "-")
+    assert len(direct.name) == 27 + 13 and direct.members == ["alice", "bob"]
+    assert direct.messages.count() == 1
+    assert all(not c.messages.exists() for c in Channel.objects.filter(direct_pair__isnull=True))
