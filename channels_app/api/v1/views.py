@@ -331,12 +331,16 @@ class MonitorApi(APIView):
         tags=TAGS,
         responses=s.MonitorOutput,
         extensions=raises(
-            "MONITOR_DISABLED", "ADMIN_TOKEN_REQUIRED", "INVALID_CURSOR", "INVALID_VALUE"
+            "MONITOR_DISABLED",
+            "ADMIN_TOKEN_REQUIRED",
+            "INVALID_CURSOR",
+            "MONITOR_CURSOR_RETIRED",
+            "INVALID_VALUE",
         ),
         summary="The admin monitor: every agent's inbox fanned in, from an opaque cursor",
         description="Needs the server's AGENT_CHAT_ADMIN_TOKEN (404 MONITOR_DISABLED without "
-        "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Within a page, deliveries are in "
-        "timestamp, inbox, seq_num order; each carries the cursor after it.",
+        "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Deliveries come in the order they "
+        "committed (each inbox's in seq_num order); each carries the cursor after it.",
     )
     @query_parameters(
         OpenApiParameter(

@@ -22,7 +22,7 @@ from agentchat.core.models import ApiToken
 from channels_app.services import envelope_send
 from channels_app.services import envelopes as envelope_services
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
-from tests.channels_app.v1.test_races import _second_waits
+from tests.signals import waits_behind_us
 from tests.conftest import server_of_its_own
 
 ADMIN_TOKEN = "admin-" + "s" * 40
@@ -264,7 +264,7 @@ def test_a_delivery_that_commits_late_reaches_a_follower(server, agents, monkeyp
         assert first_holds.wait(timeout=30)
         posted = pool.submit(second)
         deadline = time.monotonic() + 30
-        while not (posted.done() or _second_waits(second_started)):
+        while not (posted.done() or waits_behind_us(second_started)):
             assert time.monotonic() < deadline, "the second delivery neither finished nor waits"
             time.sleep(0.05)
         assert not posted.done()  # numbered only after the first commits
