@@ -134,7 +134,7 @@ def monitor_page(
         if chosen and planned + size > max_bytes:
             break
         planned += size
-        chosen.append((pk, mseq))
+        chosen.append((pk, int(mseq or 0)))  # never null: the filter is mseq > start
     loaded = Delivery.objects.select_related("message", "recipient").in_bulk(
         [pk for pk, _ in chosen]
     )

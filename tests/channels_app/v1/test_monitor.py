@@ -1,5 +1,6 @@
 """GET /v1/monitor: every inbox fanned in, the opaque versioned cursor (the monitor's sequence;
-version 1, a vector, refused with where to resume), tails, and the admin token (AGENT_CHAT_ADMIN_TOKEN) kept apart from the agents' tokens both ways."""
+version 1, a vector, refused with where to resume), tails, and the admin token
+(AGENT_CHAT_ADMIN_TOKEN) kept apart from the agents' tokens both ways."""
 
 from __future__ import annotations
 

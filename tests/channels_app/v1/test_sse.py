@@ -22,8 +22,8 @@ from agentchat.core.models import ApiToken
 from channels_app.services import envelope_send
 from channels_app.services import envelopes as envelope_services
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
-from tests.signals import waits_behind_us
 from tests.conftest import server_of_its_own
+from tests.signals import waits_behind_us
 
 ADMIN_TOKEN = "admin-" + "s" * 40
 HEARTBEAT = 0.3
