@@ -150,37 +150,48 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
         if count:
             self.message_user(request, f"{done} {count} lock(s).", messages.SUCCESS)
 
+    def _confirmed(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[PathLock],
+        form: forms.Form,
+        act: Any,
+        done: str,
+        **labels: str,
+    ) -> HttpResponse | None:
+        """An action's two steps: with the page's form applied and valid, ``act(lock, seen)``
+        for each selected lock (``_each``); else (first shown, or refused) its page."""
+        if form.is_valid():  # bound only once the page's "apply" is posted
+            self._each(request, queryset, act, done)
+            return None
+        return self._page(request, queryset, form, **labels)
+
     @admin.action(description="Recover stale lock", permissions=["recover"])
     def recover_stale_lock(
         self, request: HttpRequest, queryset: QuerySet[PathLock]
     ) -> HttpResponse | None:
         form = RecoverForm(request.POST if "apply" in request.POST else None)
-        if "apply" in request.POST and form.is_valid():
-            owner = form.cleaned_data["owner"]
-            refused = channels_refusing_owner(owner, [lock.channel for lock in queryset])
+        if form.is_valid():
+            refused = channels_refusing_owner(
+                form.cleaned_data["owner"], [lock.channel for lock in queryset]
+            )
             if refused:
-                form.add_error("owner", refused)
-            else:
-                self._each(
-                    request,
-                    queryset,
-                    lambda lock, seen: services.lock_recover(
-                        channel=lock.channel,
-                        owner=owner,
-                        reason=form.cleaned_data["reason"],
-                        lock_id=lock.lock_id,
-                        lease_seconds=Duration.parse(form.cleaned_data["lease_seconds"]),
-                        actor=admin_actor(request.user),
-                        expected_owner=seen.owner,
-                        expected_expires_at=seen.expires_at,
-                    ),
-                    "Recovered",
-                )
-                return None
-        return self._page(
+                form.add_error("owner", refused)  # the form is no longer valid: the page again
+        return self._confirmed(
             request,
             queryset,
             form,
+            lambda lock, seen: services.lock_recover(
+                channel=lock.channel,
+                owner=form.cleaned_data["owner"],
+                reason=form.cleaned_data["reason"],
+                lock_id=lock.lock_id,
+                lease_seconds=Duration.parse(form.cleaned_data["lease_seconds"]),
+                actor=admin_actor(request.user),
+                expected_owner=seen.owner,
+                expected_expires_at=seen.expires_at,
+            ),
+            "Recovered",
             action="recover_stale_lock",
             title="Recover stale locks",
             intro=RECOVER_INTRO,
@@ -192,25 +203,19 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[PathLock]
     ) -> HttpResponse | None:
         form = ReasonForm(request.POST if "apply" in request.POST else None)
-        if "apply" in request.POST and form.is_valid():
-            self._each(
-                request,
-                queryset,
-                lambda lock, seen: services.lock_force_release(
-                    channel=lock.channel,
-                    lock_id=lock.lock_id,
-                    actor=admin_actor(request.user),
-                    reason=form.cleaned_data["reason"],
-                    expected_owner=seen.owner,
-                    expected_expires_at=seen.expires_at,
-                ),
-                "Released",
-            )
-            return None
-        return self._page(
+        return self._confirmed(
             request,
             queryset,
             form,
+            lambda lock, seen: services.lock_force_release(
+                channel=lock.channel,
+                lock_id=lock.lock_id,
+                actor=admin_actor(request.user),
+                reason=form.cleaned_data["reason"],
+                expected_owner=seen.owner,
+                expected_expires_at=seen.expires_at,
+            ),
+            "Released",
             action="force_release",
             title="Force-release locks",
             intro=FORCE_RELEASE_INTRO,

@@ -1,4 +1,6 @@
-"""The one way the tests look at an error answer (an API client's response or an httpx one)."""
+"""The one way the tests look at an error answer (an API client's response or an httpx one):
+``error_code`` checks that it is one, ``code_or_none`` reads whatever came (a retrying client's
+answer during a fault)."""
 
 from __future__ import annotations
 
@@ -18,3 +20,13 @@ def error_code(response: Any) -> str:
     assert code in ERRORS, f"undeclared code {code!r}"
     assert response.status_code == ERRORS[code].status, (response.status_code, body)
     return code
+
+
+def code_or_none(response: Any) -> str | None:
+    """The error code of an answer that need not be an error, nor JSON: None for any other."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error.get("code") if isinstance(error, dict) else None

@@ -7,7 +7,6 @@ from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -20,12 +19,12 @@ from agentchat.core.http.rest import (
     StrictSerializer,
 )
 from agentchat.core.http.schema import raises
-from agentchat.core.identity.auth import AgentRequest, sender_check
+from agentchat.core.identity.auth import AgentRequest
 from agentchat.core.rules.encode import json_bytes
 from agentchat.core.rules.errors import AppError
 from channels_app import selectors, services, signals
 from channels_app.api.serializers import INPUT_CODES, claimed_sender_field, reply_to_field
-from channels_app.api.views import after_seq_param, limit_param
+from channels_app.api.views import after_seq_param, created_json, limit_param, posted_as
 
 TAG = ["signals"]
 # Text without NUL holding something besides whitespace (Python's, which the service strips).
@@ -192,12 +191,8 @@ class SignalListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = SignalPostInput.validate_input(request.data)
-        sender_check(request, data.pop("from", None))
-        channel = selectors.channel_get(name, viewer=request.user.name)
         message, created = services.signal_post(
-            channel=channel,
-            sender=request.user.name,
-            sender_kind=request.user.kind,
+            **posted_as(request, name, data),
             to=data["to"],
             content=data["content"],
             signal_type=data["type"],
@@ -210,11 +205,7 @@ class SignalListPostApi(APIView):
                 f"message id {message.id!r} is a message that is no signal",
                 detail={"id": message.id},
             )
-        return HttpResponse(
-            json_bytes(signals.signal_to_dict(message, read_at=None)),
-            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
-            content_type="application/json",
-        )
+        return created_json(json_bytes(signals.signal_to_dict(message, read_at=None)), created)
 
 
 class SignalAckApi(APIView):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -33,6 +35,24 @@ def after_seq_param(request: AgentRequest) -> int | None:
 def limit_param(request: AgentRequest, *, maximum: int, default: int) -> int:
     """``?limit=``: 1 to ``maximum``, ``default`` when absent. Raises INVALID_VALUE."""
     return pages.limit_parse(request.query_params.get("limit"), maximum=maximum, default=default)
+
+
+def posted_as(request: AgentRequest, name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A post's where and who, as the service's ``channel``, ``sender`` and ``sender_kind``:
+    the body's ``from`` (taken out of ``data``) must be the token's agent (SENDER_MISMATCH)
+    and the channel one it sees (CHANNEL_NOT_FOUND)."""
+    sender_check(request, data.pop("from", None))
+    channel = selectors.channel_get(name, viewer=request.user.name)
+    return {"channel": channel, "sender": request.user.name, "sender_kind": request.user.kind}
+
+
+def created_json(body: bytes, created: bool) -> HttpResponse:
+    """A JSON body, 201 for what the request made, 200 for what it found made (a retry)."""
+    return HttpResponse(
+        body,
+        status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
+        content_type="application/json",
+    )
 
 
 def peek_window(request: AgentRequest) -> tuple[int | None, int]:
@@ -202,21 +222,10 @@ class MessageListPostApi(APIView):
     @query_parameters()
     def post(self, request: AgentRequest, name: str) -> HttpResponse:
         data = s.MessagePostInput.validate_input(request.data)
-        sender_check(request, data.pop("from", None))
-        channel = selectors.channel_get(name, viewer=request.user.name)
-        message, created = services.message_post(
-            channel=channel,
-            sender=request.user.name,
-            sender_kind=request.user.kind,
-            message_id=data.pop("id", None),
-            **data,
-        )
+        poster = posted_as(request, name, data)
+        message, created = services.message_post(**poster, message_id=data.pop("id", None), **data)
         # The bytes message_post measured (json_size): not rendered a second time.
-        return HttpResponse(
-            records.message_json(message),
-            status=http.HTTP_201_CREATED if created else http.HTTP_200_OK,
-            content_type="application/json",
-        )
+        return created_json(records.message_json(message), created)
 
 
 class MessageReadApi(APIView):

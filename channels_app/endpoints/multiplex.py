@@ -20,11 +20,12 @@ from channels_app.endpoints.shared import (
     _TOO_MANY_FRAMES,
     CLIENT_FRAME_MAX_CHARS,
     ERROR_CLOSE_CODE,
+    Handshake,
+    WebsocketEndpoint,
     _client_frames,
     _close_for,
     _error_frame,
     _Flooding,
-    _handshake,
     _stream_run,
     _TooSlow,
     connection_slot,
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 MUX_PARAMETERS = {"token"}
 
 
-class MultiplexEndpoint:
+class MultiplexEndpoint(WebsocketEndpoint):
     """``/ws/channels/``: many channels on one connection (an MCP server or an agent following
     several channels holds one websocket, not one per channel).
 
@@ -64,14 +65,11 @@ class MultiplexEndpoint:
     ``since``).
     """
 
-    @classmethod
-    def as_asgi(cls) -> MultiplexEndpoint:
-        return cls()
+    parameters = MUX_PARAMETERS
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        handshake = await _handshake(scope, receive, send, MUX_PARAMETERS)
-        if handshake is None:
-            return
+    async def session(
+        self, scope: dict[str, Any], receive: Receive, send: Send, handshake: Handshake
+    ) -> None:
         principal, credential, key = handshake
         async with connection_slot(send, key) as placed:
             if placed:

@@ -9,7 +9,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Collection
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Self
 
 from django.conf import settings
 
@@ -78,6 +78,27 @@ async def _handshake(
     session = scope.get("session")
     key = getattr(session, "session_key", None) if session is not None else None
     return Handshake(principal, Credential(session_key=key) if key else None, gate_key)
+
+
+class WebsocketEndpoint:
+    """A websocket ASGI app: the handshake every websocket passes (``_handshake``, with the
+    class's query ``parameters``), then the subclass's ``session`` for an accepted one."""
+
+    parameters: ClassVar[set[str]]
+
+    @classmethod
+    def as_asgi(cls) -> Self:
+        return cls()
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        handshake = await _handshake(scope, receive, send, self.parameters)
+        if handshake is not None:
+            await self.session(scope, receive, send, handshake)
+
+    async def session(
+        self, scope: dict[str, Any], receive: Receive, send: Send, handshake: Handshake
+    ) -> None:
+        raise NotImplementedError
 
 
 def _too_many_connections(limit: int) -> AppError:

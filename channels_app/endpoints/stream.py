@@ -15,10 +15,11 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import int_parse
 from channels_app.endpoints.shared import (
     ERROR_CLOSE_CODE,
+    Handshake,
+    WebsocketEndpoint,
     _client,
     _close_for,
     _Flooding,
-    _handshake,
     _refuse_handshake,
     _stream_run,
     connection_slot,
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 STREAM_PARAMETERS = {"since", "token"}
 
 
-class MessageStreamEndpoint:
+class MessageStreamEndpoint(WebsocketEndpoint):
     """``/ws/channels/<name>/[?since=N]``: every message of the channel as a JSON frame
     ``{"type": "message", "message": {...}}``, in seq order, each seq once per connection; with
     ``since`` every message after that seq first, so a reconnect loses nothing. Never moves a
@@ -48,14 +49,11 @@ class MessageStreamEndpoint:
     channel (members or visibility changed) gets an error frame (CHANNEL_NOT_FOUND) and 4404.
     """
 
-    @classmethod
-    def as_asgi(cls) -> MessageStreamEndpoint:
-        return cls()
+    parameters = STREAM_PARAMETERS
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        handshake = await _handshake(scope, receive, send, STREAM_PARAMETERS)
-        if handshake is None:
-            return
+    async def session(
+        self, scope: dict[str, Any], receive: Receive, send: Send, handshake: Handshake
+    ) -> None:
         principal, credential, key = handshake
         try:
             since = int_parse(scope_query(scope).get("since"), field="since", code="INVALID_SEQ")

@@ -149,32 +149,19 @@ def messages_import(*, channel: Channel, messages: Iterable[ImportedMessage]) ->
         batch.clear()
 
     for item in messages:
+        # Its fields are the message's columns as they are, but for the file and the id.
+        columns = item._asdict()
+        del columns["source"], columns["message_id"]
         message = Message(
             id=item.message_id or f"msg_{uuid.uuid4().hex}",
             channel=channel,
-            seq=item.seq,
-            sender=item.sender,
             # A file's claim is no identity: every imported message is an agent's, marked
             # imported (channels_app.approval_rule never counts it as a person's answer).
             sender_kind=Agent.Kind.AGENT,
             imported=True,
-            claimed_sender_kind=item.claimed_sender_kind,
-            signal_type=item.signal_type,
-            to=item.to,
             recipients=recipients_column(item.to),
-            reply_to=item.reply_to,
-            ts=item.ts,
-            ts_text=item.ts_text,
-            status=item.status,
-            title=item.title,
-            body=item.body,
             kind=message_kind_of(item.status),
-            conversation_id=item.conversation_id,
-            correlation_id=item.correlation_id,
-            data=item.data,
-            content_type=item.content_type,
-            metadata=item.metadata,
-            frontmatter=item.frontmatter,
+            **columns,
         )
         message.json_size = message_json_size(message)
         message.__dict__.pop("_json", None)  # not kept: the batch would hold every rendering

@@ -14,19 +14,14 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from agentchat.asgi import application
-from agentchat.core.db.heavy import heavy_gate
 from agentchat.core.db.transactions import run_db
 from agentchat.core.live import follows
 from agentchat.core.models import Agent
 from channels_app.services import channel_create, message_post
+from tests.heavy_gate import heavy_calls, held
+from tests.signals import until
 
 HOST = [(b"host", b"testserver")]
-
-
-async def until(condition) -> None:
-    """Bounded by the caller's wait_for."""
-    while not condition():
-        await asyncio.sleep(0)
 
 
 @pytest.fixture
@@ -38,29 +33,7 @@ def replay(make_agent, monkeypatch):
     channel = channel_create(name="ws", created_by="alice")
     for i in range(3):
         message_post(channel=channel, sender="alice", title=f"m{i}")
-    heavy_calls: list[str] = []
-    real_heavy = follows.run_db_heavy
-
-    async def heavy(func, inner, /, **kwargs):
-        heavy_calls.append(inner.__name__)
-        return await real_heavy(func, inner, **kwargs)
-
-    monkeypatch.setattr(follows, "run_db_heavy", heavy)
-    return channel, token, heavy_calls
-
-
-async def _held(key: bytes):
-    """Another heavy request of ``key`` running (a summary, say) until the event is set."""
-    gate = heavy_gate()
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def hold() -> None:
-        holding.set()
-        await release.wait()
-
-    holder = asyncio.ensure_future(gate.run(key, hold))
-    await asyncio.wait_for(holding.wait(), 10)
-    return gate, release, holder
+    return channel, token, heavy_calls(monkeypatch)
 
 
 async def _freed(key: bytes, *, below: int) -> None:
@@ -81,14 +54,14 @@ def test_a_websockets_replay_waits_its_agents_turn_at_the_gate_while_a_post_comm
     headers = HOST + ([(b"agentchat-as", acting.encode())] if acting else [])
 
     async def main():
-        gate, release, holder = await _held(key)
+        gate, release, holder = await held(key)
         client = WebsocketCommunicator(
             application, f"/ws/channels/ws/?since=0&token={token}", headers=headers
         )
         connected, _ = await client.connect()
         assert connected
         # The replay's first read waits behind bob's running heavy request, holding no thread.
-        await asyncio.wait_for(until(lambda: gate.waiting(key) == 2), 10)
+        await until(lambda: gate.waiting(key) == 2)
         assert heavy_calls == [] and await client.receive_nothing(timeout=0.05)
         await run_db(message_post, channel=channel, sender="alice", title="meanwhile")
         release.set()
@@ -107,13 +80,13 @@ def test_a_multiplexed_subscriptions_replay_takes_the_gate_too(replay):
     key = b"a%d" % Agent.objects.get(name="bob").pk
 
     async def main():
-        gate, release, holder = await _held(key)
+        gate, release, holder = await held(key)
         client = WebsocketCommunicator(application, f"/ws/channels/?token={token}", headers=HOST)
         connected, _ = await client.connect()
         assert connected
         await client.send_to(text_data=json.dumps({"op": "subscribe", "channel": "ws", "since": 0}))
         assert (await _frame(client))["type"] == "subscribed"
-        await asyncio.wait_for(until(lambda: gate.waiting(key) == 2), 10)
+        await until(lambda: gate.waiting(key) == 2)
         assert heavy_calls == []
         release.set()
         titles = [(await _frame(client))["message"]["title"] for _ in range(3)]

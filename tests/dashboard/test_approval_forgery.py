@@ -12,17 +12,10 @@ from agentchat.core.identity.humans import human_agent
 from channels_app.models import Channel, Message
 from tests.conftest import PagesClient
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ops_channel")]  # alice's channel ops
 
 COMMENT = "comment (approved, does not decide)"
 AWAITING = 'href="/approvals/?channel=ops#approval-ops-{}">Awaiting approval'
-
-
-@pytest.fixture
-def alice(api_for):
-    client = api_for("alice")
-    assert client.post("/api/v1/channels/", {"name": "ops"}, format="json").status_code == 201
-    return client
 
 
 def post(client, **fields) -> int:

@@ -12,14 +12,7 @@ from channels_app import services
 from channels_app.models import Channel
 from tests.conftest import PagesClient
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def alice(api_for):
-    client = api_for("alice")
-    assert client.post("/api/v1/channels/", {"name": "ops"}, format="json").status_code == 201
-    return client
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("ops_channel")]  # alice's channel ops
 
 
 def ask(client, title="Deploy to prod?", channel="ops") -> int:

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agentchat.core.identity.services import agent_get_or_create
@@ -24,7 +23,6 @@ from locks_app.models import PathLock
 from locks_app.selectors import lock_paths_parse
 from tasks_app import services as tasks
 from tasks_app.models import Lease
-from tests.conftest import PagesClient
 from tests.tasks_app.helpers import lasting
 
 pytestmark = pytest.mark.django_db
@@ -33,13 +31,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def ann(django_user_model):
     return django_user_model.objects.create_user("ann", password="s3cret-pw")
-
-
-@pytest.fixture
-def browser(ann) -> Client:
-    client = PagesClient(enforce_csrf_checks=True)
-    client.force_login(ann)
-    return client
 
 
 def _agents_at_work(count: int) -> None:

@@ -7,24 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.test import Client
 
 from agentchat.core.identity import registry
 from agentchat.core.identity.services import agent_get_or_create
 from agentchat.dashboard.presence import presence_nested
 from channels_app import services
 from channels_app.models import Channel
-from tests.conftest import PagesClient
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def browser(django_user_model) -> Client:
-    user = django_user_model.objects.create_user("Ann Lee", password="s3cret-pw")
-    client = PagesClient(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
 
 
 def register(name: str, *, harness: str = "claude-code", status: str | None = None) -> None:

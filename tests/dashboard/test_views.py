@@ -19,18 +19,6 @@ from tests.tasks_app.helpers import lasting
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ann(django_user_model):
-    return django_user_model.objects.create_user("Ann Lee", password="s3cret-pw")
-
-
-@pytest.fixture
-def browser(ann) -> Client:
-    client = PagesClient(enforce_csrf_checks=True)
-    client.force_login(ann)
-    return client
-
-
 @pytest.mark.parametrize("path", ["/", "/channels/", "/help/", "/channels/?after=x"])
 def test_anonymous_pages_redirect_to_the_sign_in_form(client, path):
     r = client.get(path)

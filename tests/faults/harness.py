@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from tests.errors import code_or_none
+
 BACKOFF = 0.05
 
 
@@ -58,7 +60,7 @@ class Retrying:
                     self.statuses["connection"] += 1
                 time.sleep(BACKOFF)
                 continue
-            code = _code(r)
+            code = code_or_none(r)
             with self.lock:
                 self.statuses[(r.status_code, code)] += 1
                 if r.status_code >= 500 and code != "DATABASE_UNAVAILABLE":
@@ -69,15 +71,6 @@ class Retrying:
                 time.sleep(BACKOFF)
                 continue
             return r
-
-
-def _code(r: httpx.Response) -> str | None:
-    try:
-        body = r.json()
-    except ValueError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error.get("code") if isinstance(error, dict) else None
 
 
 class Clients:

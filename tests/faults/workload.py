@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.errors import code_or_none
 from tests.faults.harness import Retrying
 
 CHANNEL = "faults"
@@ -50,15 +51,8 @@ def prepare(client: Retrying, token: str, *, tasks: int) -> list[str]:
         r = client.send(
             "POST", f"/api/v1/channels/{CHANNEL}/tasks/", token, {"id": task_id, "title": task_id}
         )
-        assert r.status_code == 201 or _code(r) == "TASK_ALREADY_EXISTS", r.text
+        assert r.status_code == 201 or code_or_none(r) == "TASK_ALREADY_EXISTS", r.text
     return ids
-
-
-def _code(r: Any) -> str | None:
-    try:
-        return r.json()["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def poster(client: Retrying, token: str, acked: Acked, name: str, n: int) -> Callable[[], None]:

@@ -9,6 +9,7 @@ ADMIN_TOKEN_NOT_ALLOWED). ``/v1/monitor`` takes the admin token only
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -20,7 +21,7 @@ from rest_framework.views import APIView
 
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
-from agentchat.core.http.query import query_parameters
+from agentchat.core.http.query import Handler, query_parameters
 from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AdminTokenAuthentication, AgentRequest, sender_check
@@ -65,6 +66,26 @@ MONITOR_CURSOR = {
     "pattern": r"^[A-Za-z0-9_-]*={0,2}$",
     "maxLength": envelopes.MONITOR_CURSOR_MAX,
 }
+
+
+def operation(
+    operation_id: str,
+    raising: tuple[str, ...],
+    parameters: tuple[OpenApiParameter, ...] = (),
+    **schema: Any,
+) -> Callable[[Handler], Handler]:
+    """A v1 view method's schema (tagged v1, the codes it raises; ``schema``: the rest of
+    ``extend_schema``'s arguments) and its query parameters, checked (``query_parameters``)."""
+    described = extend_schema(
+        operation_id=operation_id, tags=TAGS, extensions=raises(*raising), **schema
+    )
+    checked = query_parameters(*parameters)
+    return lambda method: described(checked(method))
+
+
+def made(output: Any) -> dict[int, Any]:
+    """A write's answers: 201 with what it made, 200 with what it found made."""
+    return {201: output, 200: output}
 
 
 def owner_of(request: AgentRequest, agent_id: str) -> Agent:
@@ -119,23 +140,16 @@ def sent_response(sent: Sent) -> Response:
 
 
 class EnvelopeSendApi(APIView):
-    @extend_schema(
-        operation_id="v1_messages_send",
-        tags=TAGS,
+    @operation(
+        "v1_messages_send",
+        raising=(*SEND_CODES, "SENDER_MISMATCH", "INVISIBLE_CHARACTER", "ID_CONFLICT"),
         request=s.EnvelopeSendInput,
-        responses={201: s.EnvelopeOutput, 200: s.EnvelopeOutput},
-        extensions=raises(
-            *SEND_CODES,
-            "SENDER_MISMATCH",
-            "INVISIBLE_CHARACTER",
-            "ID_CONFLICT",
-        ),
+        responses=made(s.EnvelopeOutput),
         summary="Send a message envelope to one agent's inbox",
         description="201 with the stored envelope; 200 with the stored one for a retry of its "
         "`id` with the same content. Text and data are each at most 512 KiB (data as compact "
         "JSON), the body at most 768 KiB.",
     )
-    @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
         sender, data = owner_and_body(request, agent_id, s.EnvelopeSendInput)
         sender_check(request, data.get("from"))
@@ -157,14 +171,13 @@ class EnvelopeSendApi(APIView):
 class InboxApi(APIView):
     heavy_methods = ("GET",)  # a page of up to AGENTCHAT_READ_MAX_BYTES
 
-    @extend_schema(
-        operation_id="v1_inbox_read",
-        tags=TAGS,
+    @operation(
+        "v1_inbox_read",
+        raising=("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
+        parameters=(SEQ_CURSOR, LIMIT, LAST_EVENT_ID),
         responses=s.InboxOutput,
-        extensions=raises("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
         summary="Replay the caller's inbox from a cursor",
     )
-    @query_parameters(SEQ_CURSOR, LIMIT, LAST_EVENT_ID)
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         agent = owner_of(request, agent_id)
         raw, field = cursor_text(request)
@@ -174,18 +187,16 @@ class InboxApi(APIView):
 
 
 class ReceiptSendApi(APIView):
-    @extend_schema(
-        operation_id="v1_receipts_send",
-        tags=TAGS,
+    @operation(
+        "v1_receipts_send",
+        raising=(*SEND_CODES, "INVISIBLE_CHARACTER", "MESSAGE_NOT_FOUND", "ID_CONFLICT"),
         request=s.ReceiptSendInput,
-        responses={201: s.EnvelopeOutput, 200: s.EnvelopeOutput},
-        extensions=raises(*SEND_CODES, "INVISIBLE_CHARACTER", "MESSAGE_NOT_FOUND", "ID_CONFLICT"),
+        responses=made(s.EnvelopeOutput),
         summary="Send a receipt for an envelope the caller received",
         description="A new envelope of kind `receipt` in the original sender's inbox, "
         "`message.data` = `{message_id, status, detail}`; the original never changes. 404 "
         "MESSAGE_NOT_FOUND for an envelope the caller never received.",
     )
-    @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
         sender, data = owner_and_body(request, agent_id, s.ReceiptSendInput)
         return sent_response(
@@ -204,15 +215,16 @@ class ReceiptSendApi(APIView):
 class ContactListApi(APIView):
     heavy_methods = ("GET",)
 
-    @extend_schema(
-        operation_id="v1_contacts_list",
-        tags=TAGS,
+    @operation(
+        "v1_contacts_list",
+        raising=("FORBIDDEN", "INVALID_VALUE", "INVALID_NAME"),
+        parameters=(
+            *openapi.page_parameters(
+                openapi.AGENT_NAME, "the contact id of the previous page's `next`"
+            ),
+        ),
         responses=s.ContactListOutput,
-        extensions=raises("FORBIDDEN", "INVALID_VALUE", "INVALID_NAME"),
         summary="List the caller's address book (cards by id, a page at a time)",
-    )
-    @query_parameters(
-        *openapi.page_parameters(openapi.AGENT_NAME, "the contact id of the previous page's `next`")
     )
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         owner = owner_of(request, agent_id)
@@ -224,12 +236,9 @@ class ContactListApi(APIView):
 
 
 class ContactApi(APIView):
-    @extend_schema(
-        operation_id="v1_contacts_put",
-        tags=TAGS,
-        request=s.ContactCardInput,
-        responses={201: s.ContactCardOutput, 200: s.ContactCardOutput},
-        extensions=raises(
+    @operation(
+        "v1_contacts_put",
+        raising=(
             *INPUT_CODES,
             "FIELD_TOO_LARGE",
             "FORBIDDEN",
@@ -237,42 +246,39 @@ class ContactApi(APIView):
             "INVISIBLE_CHARACTER",
             "RATE_LIMITED",
         ),
+        request=s.ContactCardInput,
+        responses=made(s.ContactCardOutput),
         summary="Save a portable contact card in the caller's address book",
         description="The card's `id` must be the path's contact id. 201 when the contact is "
         "new, 200 when it replaced a card (each change is a `contact.upsert` event of the "
         "address book; a card equal to the stored one adds none).",
     )
-    @query_parameters()
     def put(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
         owner, card = owner_and_body(request, agent_id, s.ContactCardInput)
         stored, created = contact_put(owner=owner, contact_id=contact_id, card=card)
         return created_response(stored, created)
 
-    @extend_schema(
-        operation_id="v1_contacts_show",
-        tags=TAGS,
+    @operation(
+        "v1_contacts_show",
+        raising=("FORBIDDEN", "CONTACT_NOT_FOUND"),
         responses=s.ContactCardOutput,
-        extensions=raises("FORBIDDEN", "CONTACT_NOT_FOUND"),
         summary="Show a card of the caller's address book",
     )
-    @query_parameters()
     def get(self, request: AgentRequest, agent_id: str, contact_id: str) -> Response:
         owner = owner_of(request, agent_id)
         return Response(contacts.contact_get(owner=owner, contact_id=contact_id))
 
 
 class ContactShareApi(APIView):
-    @extend_schema(
-        operation_id="v1_contact_shares_send",
-        tags=TAGS,
+    @operation(
+        "v1_contact_shares_send",
+        raising=(*SEND_CODES, "INVISIBLE_CHARACTER", "CONTACT_NOT_FOUND"),
         request=s.ContactShareInput,
         responses={201: s.EnvelopeOutput},
-        extensions=raises(*SEND_CODES, "INVISIBLE_CHARACTER", "CONTACT_NOT_FOUND"),
         summary="Share a card of the caller's address book with another agent",
         description="201 with the envelope delivered: kind `contact.share`, the whole card in "
         "`message.data.contact`.",
     )
-    @query_parameters()
     def post(self, request: AgentRequest, agent_id: str) -> Response:
         sender, data = owner_and_body(request, agent_id, s.ContactShareInput)
         return sent_response(
@@ -286,18 +292,16 @@ class ContactShareApi(APIView):
 
 
 class ContactShareAcceptApi(APIView):
-    @extend_schema(
-        operation_id="v1_contact_shares_accept",
-        tags=TAGS,
+    @operation(
+        "v1_contact_shares_accept",
+        raising=("UNKNOWN_FIELD", "INVALID_VALUE", "FORBIDDEN", "MESSAGE_NOT_FOUND"),
         request=s.EmptyInput,
-        responses={201: s.ContactEventOutput, 200: s.ContactEventOutput},
-        extensions=raises("UNKNOWN_FIELD", "INVALID_VALUE", "FORBIDDEN", "MESSAGE_NOT_FOUND"),
+        responses=made(s.ContactEventOutput),
         summary="Accept a contact share the caller received",
         description="Appends a `contact.upsert` event of the shared card to the caller's "
         "address book (201); the received envelope never changes. Accepting it again answers "
         "the first acceptance (200). Only its recipient may accept it (else 404).",
     )
-    @query_parameters()
     def post(self, request: AgentRequest, agent_id: str, message_id: str) -> Response:
         owner, _ = owner_and_body(request, agent_id, s.EmptyInput)
         event, created = contact_share_accept(owner=owner, message_id=message_id)
@@ -307,14 +311,13 @@ class ContactShareAcceptApi(APIView):
 class AddressBookApi(APIView):
     heavy_methods = ("GET",)
 
-    @extend_schema(
-        operation_id="v1_address_book_read",
-        tags=TAGS,
+    @operation(
+        "v1_address_book_read",
+        raising=("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
+        parameters=(SEQ_CURSOR, LIMIT),
         responses=s.AddressBookOutput,
-        extensions=raises("FORBIDDEN", "INVALID_CURSOR", "INVALID_VALUE"),
         summary="Replay the caller's address book: its contact.upsert events from a cursor",
     )
-    @query_parameters(SEQ_CURSOR, LIMIT)
     def get(self, request: AgentRequest, agent_id: str) -> HttpResponse:
         owner = owner_of(request, agent_id)
         cursor = envelopes.inbox_cursor_parse(request.query_params.get("cursor"))
@@ -326,37 +329,36 @@ class MonitorApi(APIView):
     authentication_classes = [AdminTokenAuthentication]
     heavy_methods = ("GET",)
 
-    @extend_schema(
-        operation_id="v1_monitor_read",
-        tags=TAGS,
-        responses=s.MonitorOutput,
-        extensions=raises(
+    @operation(
+        "v1_monitor_read",
+        raising=(
             "MONITOR_DISABLED",
             "ADMIN_TOKEN_REQUIRED",
             "INVALID_CURSOR",
             "MONITOR_CURSOR_RETIRED",
             "INVALID_VALUE",
         ),
+        parameters=(
+            OpenApiParameter(
+                "cursor",
+                MONITOR_CURSOR,
+                description="a `next_cursor` (or a delivery's `cursor`), unchanged; every inbox "
+                "from 0 when omitted and no `Last-Event-ID` is sent (400 INVALID_CURSOR for "
+                "anything else; a version-1 cursor: 400 MONITOR_CURSOR_RETIRED)",
+            ),
+            LIMIT,
+            OpenApiParameter(
+                "Last-Event-ID",
+                MONITOR_CURSOR,
+                location=OpenApiParameter.HEADER,
+                description="the cursor, when the query names none (an SSE reconnect sends it)",
+            ),
+        ),
+        responses=s.MonitorOutput,
         summary="The admin monitor: every agent's inbox fanned in, from an opaque cursor",
         description="Needs the server's AGENT_CHAT_ADMIN_TOKEN (404 MONITOR_DISABLED without "
         "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Deliveries come in the order they "
         "committed (each inbox's in seq_num order); each carries the cursor after it.",
-    )
-    @query_parameters(
-        OpenApiParameter(
-            "cursor",
-            MONITOR_CURSOR,
-            description="a `next_cursor` (or a delivery's `cursor`), unchanged; every inbox "
-            "from 0 when omitted and no `Last-Event-ID` is sent (400 INVALID_CURSOR for "
-            "anything else)",
-        ),
-        LIMIT,
-        OpenApiParameter(
-            "Last-Event-ID",
-            MONITOR_CURSOR,
-            location=OpenApiParameter.HEADER,
-            description="the cursor, when the query names none (an SSE reconnect sends it)",
-        ),
     )
     def get(self, request: Request) -> HttpResponse:
         raw, field = cursor_text(request)

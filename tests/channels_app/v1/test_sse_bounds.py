@@ -14,7 +14,6 @@ import urllib.request
 
 import pytest
 
-from agentchat.core.db.heavy import heavy_gate
 from agentchat.core.db.transactions import run_db
 from agentchat.core.identity.revocation import Credential
 from agentchat.core.live import follows
@@ -23,15 +22,11 @@ from channels_app.endpoints import sse
 from channels_app.services import envelope_send
 from tests.channels_app.v1.doc_client import AgentChat, ProtocolError
 from tests.conftest import server_of_its_own
+from tests.heavy_gate import heavy_calls, held
+from tests.signals import until
 
 ADMIN_TOKEN = "admin-" + "b" * 40
 CAP = 2
-
-
-async def until(condition) -> None:
-    """Bounded by the caller's wait_for."""
-    while not condition():
-        await asyncio.sleep(0)
 
 
 @pytest.mark.django_db(transaction=True)  # the reads run on the pools: committed rows
@@ -41,31 +36,16 @@ def test_a_follows_read_waits_its_turn_at_the_gate_while_a_post_commits(make_age
     envelope_send(sender=alice, to="bob", text="m0")
     credential = Credential(token_id=ApiToken.objects.get(agent=bob).pk)
     source = sse._InboxSource(agent=bob, cursor=0, limit=100, credential=credential)
-    heavy_calls: list[str] = []
-    real_heavy = follows.run_db_heavy
-
-    async def heavy(func, inner, /, **kwargs):
-        heavy_calls.append(inner.__name__)
-        return await real_heavy(func, inner, **kwargs)
-
-    monkeypatch.setattr(follows, "run_db_heavy", heavy)
+    calls = heavy_calls(monkeypatch)
 
     async def main() -> tuple[bool, int, list[str], sse.Batch]:
-        gate = heavy_gate()
-        holding, release = asyncio.Event(), asyncio.Event()
-
-        async def hold() -> None:  # another heavy request of bob's, running
-            holding.set()
-            await release.wait()
-
-        holder = asyncio.ensure_future(gate.run(source.key, hold))
-        await asyncio.wait_for(holding.wait(), 10)
+        gate, release, holder = await held(source.key)  # another heavy request of bob's
         reading = asyncio.ensure_future(source.read())
-        await asyncio.wait_for(until(lambda: gate.waiting(source.key) == 2), 10)
+        await until(lambda: gate.waiting(source.key) == 2)
         # Meanwhile a post commits (the short pool is not the follow's).
         await run_db(envelope_send, sender=alice, to="bob", text="m1")
         waited = not reading.done()
-        read_before = list(heavy_calls)
+        read_before = list(calls)
         release.set()
         batch = await asyncio.wait_for(reading, 30)
         await holder
@@ -73,7 +53,7 @@ def test_a_follows_read_waits_its_turn_at_the_gate_while_a_post_commits(make_age
 
     waited, left, read_before, batch = asyncio.run(main())
     assert waited and read_before == []  # the read did not start while bob's turn was taken
-    assert heavy_calls == ["_inbox_read"]  # then it ran on the heavy pool
+    assert calls == ["_inbox_read"]  # then it ran on the heavy pool
     assert left == 0
     assert [event_id for event_id, _ in batch.events] == ["1", "2"]
     assert [json.loads(data)["envelope"]["message"]["text"] for _, data in batch.events] == [

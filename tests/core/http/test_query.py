@@ -48,11 +48,6 @@ WAIT_ROUTE = "api/v1/channels/<str:name>/wait/"
 
 
 @pytest.fixture
-def alice(api_for):
-    return api_for("alice")
-
-
-@pytest.fixture
 def values(alice) -> dict[str, str]:
     """Path parameters naming objects that exist, so a request reaches its view."""
     assert alice.post("/api/v1/channels/", {"name": "qp"}, format="json").status_code == 201
