@@ -69,11 +69,11 @@ CARD_FIELDS = ("id", "display_name", "endpoint", "capabilities", "public_key", "
 # Inbox pages: ``limit`` 1-1000, 100 by default (the document's example).
 INBOX_LIMIT_DEFAULT = 100
 INBOX_LIMIT_MAX = 1000
-# A monitor cursor's text: about 4/3 of (the inbox's name + 6) bytes per inbox that has
-# deliveries. It travels in a URL or a Last-Event-ID header, which the server (daphne on
-# Twisted) takes up to 16 KiB a line: 12 KiB is some 500 inboxes of 10-character names.
+# A monitor cursor's text: version 2 is some 30 characters whatever the number of inboxes;
+# the limit is the one of version 1 (a vector of per-inbox positions, still taken to be
+# refused with where to resume): some 500 inboxes, in a URL or a Last-Event-ID header.
 MONITOR_CURSOR_MAX = 12 * 1024
-MONITOR_CURSOR_VERSION = 1
+MONITOR_CURSOR_VERSION = 2
 
 TITLE_CHARS = 120
 _NOT_IN_TITLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]|" + INVISIBLE.pattern)
@@ -383,28 +383,39 @@ def inbox_cursor_parse(raw: str | None, *, field: str = "cursor") -> int | None:
 
 @dataclass(frozen=True)
 class MonitorCursor:
-    """Per inbox (by agent name) the next seq_num to read; an inbox it does not name is read
-    from 0 (an agent registered after the cursor was made, or one that had no delivery)."""
+    """A place in the monitor: every delivery whose monitor number (``Delivery.mseq``) is at
+    most ``seq`` is behind it, every other one ahead (0: the start). ``legacy`` is set only
+    for a cursor of version 1 (a vector of per-inbox positions, what servers before the
+    monitor's sequence made): it is not read, only refused with where to resume."""
 
-    positions: dict[str, int]
+    seq: int
+    legacy: dict[str, int] | None = None
 
     def encode(self) -> str:
-        """``base64url({"v":1,"p":{...}})`` without padding: names sorted, zeros left out."""
-        kept = {name: pos for name, pos in sorted(self.positions.items()) if pos > 0}
+        """``base64url({"v":2,"s":<seq>})`` without padding."""
         text = json.dumps(
-            {"v": MONITOR_CURSOR_VERSION, "p": kept}, separators=(",", ":"), ensure_ascii=True
+            {"v": MONITOR_CURSOR_VERSION, "s": self.seq}, separators=(",", ":"), ensure_ascii=True
         )
         return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
-    def at(self, name: str) -> int:
-        return self.positions.get(name, 0)
+
+def _legacy_encode(positions: dict[str, int]) -> str:
+    """A version-1 cursor as the servers before the monitor's sequence spelled it."""
+    kept = {name: pos for name, pos in sorted(positions.items()) if pos > 0}
+    text = json.dumps({"v": 1, "p": kept}, separators=(",", ":"), ensure_ascii=True)
+    return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+
+
+def _is_position(pos: object) -> bool:
+    return not isinstance(pos, bool) and isinstance(pos, int) and 0 <= pos < 10**MAX_INT_DIGITS
 
 
 def monitor_cursor_decode(raw: str, *, field: str = "cursor") -> MonitorCursor:
     """The cursor ``encode`` made, exactly as it made it (the document: "pass next_cursor back
-    unchanged"). Raises INVALID_CURSOR for anything else: not base64url, padding, not the
-    versioned JSON, a name that is no agent id, a position that is no integer from 0, and any
-    other spelling of a valid cursor (spaces, a repeated key, another order, a zero)."""
+    unchanged"), or a version-1 cursor exactly as the servers before made it (``legacy``:
+    ``monitor_page`` refuses it, MONITOR_CURSOR_RETIRED, saying where to resume). Raises
+    INVALID_CURSOR for anything else: not base64url, padding, not the versioned JSON, a
+    number that is no integer from 0, and any other spelling of a valid cursor."""
     if len(raw) > MONITOR_CURSOR_MAX or not re.fullmatch(r"[A-Za-z0-9_-]*", raw):
         raise _cursor_error(f"{field} is not a monitor cursor (base64url)")
     try:
@@ -412,22 +423,22 @@ def monitor_cursor_decode(raw: str, *, field: str = "cursor") -> MonitorCursor:
         value = json.loads(text.decode("ascii"))
     except (binascii.Error, ValueError, RecursionError):
         raise _cursor_error(f"{field} is not a monitor cursor") from None
-    if not isinstance(value, dict) or set(value) != {"v", "p"}:
+    if not isinstance(value, dict) or "v" not in value:
         raise _cursor_error(f"{field} is not a monitor cursor")
-    if value["v"] != MONITOR_CURSOR_VERSION or isinstance(value["v"], bool):
-        raise _cursor_error(f"{field} is of a version this server does not read")
-    positions = value["p"]
-    if not isinstance(positions, dict):
-        raise _cursor_error(f"{field} is not a monitor cursor")
-    for name, pos in positions.items():
-        if (
-            not is_agent_name(name)
-            or isinstance(pos, bool)
-            or not isinstance(pos, int)
-            or not 0 <= pos < 10**MAX_INT_DIGITS
+    if value["v"] == 1 and not isinstance(value["v"], bool) and set(value) == {"v", "p"}:
+        positions = value["p"]
+        if not isinstance(positions, dict) or not all(
+            is_agent_name(name) and _is_position(pos) for name, pos in positions.items()
         ):
             raise _cursor_error(f"{field} holds a position that is not an inbox's")
-    cursor = MonitorCursor(dict(positions))
+        if _legacy_encode(positions) != raw:
+            raise _cursor_error(f"{field} is not a cursor a server made; pass it unchanged")
+        return MonitorCursor(0, legacy=dict(positions))
+    if value["v"] != MONITOR_CURSOR_VERSION or isinstance(value["v"], bool):
+        raise _cursor_error(f"{field} is of a version this server does not read")
+    if set(value) != {"v", "s"} or not _is_position(value["s"]):
+        raise _cursor_error(f"{field} is not a monitor cursor")
+    cursor = MonitorCursor(value["s"])
     if cursor.encode() != raw:
         raise _cursor_error(f"{field} is not a cursor this server made; pass next_cursor unchanged")
     return cursor

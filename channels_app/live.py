@@ -245,8 +245,13 @@ class _Parked:
         deadline = loop.time() + timeout
         revoked_wait: asyncio.Future[Any] | None = None
 
+        # (a cursor, the last seq examined from it with nothing relevant found): each read
+        # examines at most READ_SCAN_ROWS messages, and goes on from where the last one stopped.
+        scan: tuple[int, int] | None = None
+
         async def read() -> ReadPage:
-            return await run_db(
+            nonlocal scan
+            page = await run_db(
                 message_read,
                 channel=channel,
                 agent=agent,
@@ -255,7 +260,11 @@ class _Parked:
                 advance_if_empty=False,
                 token_id=token_id,
                 abandoned=abandoned,
+                known=scan,
             )
+            if not page.parts:
+                scan = (page.cursor, page.last_seq if page.scanned is None else page.scanned)
+            return page
 
         try:
             async with token_watch(token_id) as revoked:
@@ -266,6 +275,10 @@ class _Parked:
                     page = await read()
                     if page.parts:
                         return WaitResult(page, timed_out=False)
+                    if page.scanned is not None and page.scanned < page.last_seq:
+                        if deadline <= loop.time():
+                            return WaitResult(page, timed_out=True)
+                        continue  # the row budget ran out: the next rows, in a read of their own
                     # Park. Every message up to `known` is known to be irrelevant to us.
                     known = page.last_seq
                     sweep_at = loop.time() + _sweep_interval()
@@ -275,6 +288,7 @@ class _Parked:
                             page = await read()  # a ring is at most once, the database the record
                             return WaitResult(page, timed_out=not page.parts)
                         if sweep_at <= loop.time():
+                            scan = (page.cursor, known)
                             break  # a sweep: a message whose ring was lost is found now
                         if self.receiving is None and inbox is not None:
                             self.receiving = asyncio.ensure_future(layer.receive(inbox))
@@ -310,6 +324,7 @@ class _Parked:
                         if part is not None and await cursor_move(move):
                             page = ReadPage([part], event["seq"], False, event["seq"])
                             return WaitResult(page, timed_out=False)
+                        scan = (page.cursor, known)  # up to `known`: irrelevant, as the rings say
                         break  # a gap, a big message, a moved cursor or a revoked token: read
         finally:
             if revoked_wait is not None:

@@ -365,6 +365,17 @@ class Mailbox(models.Model):
         return f"{self.agent_id}: inbox {self.inbox_tail}, book {self.book_tail}"
 
 
+class MonitorTail(models.Model):
+    """The one row (id 1) holding the last monitor number given to a delivery
+    (``Delivery.mseq``). Its lock serializes the numbering; it never goes back, even when
+    deliveries are deleted with their agent, so a number is never given twice."""
+
+    tail = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"monitor tail {self.tail}"
+
+
 class Delivery(models.Model):
     """An HTTP v1 envelope, delivered to its one recipient's inbox under ``seq`` (the
     document's ``seq_num``, from 0, no gaps).
@@ -386,6 +397,9 @@ class Delivery(models.Model):
     )
     recipient = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="deliveries")
     seq = models.BigIntegerField()
+    # The monitor's number (``services.monitorseq``): given once the delivery has committed,
+    # in commit order across every inbox; null until then. The monitor reads by it.
+    mseq = models.BigIntegerField(null=True, blank=True, unique=True)
     sender = models.CharField(max_length=64)
     envelope_id = models.CharField(max_length=128)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)

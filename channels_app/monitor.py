@@ -1,27 +1,34 @@
 """The admin monitor's read (``GET /v1/monitor``): every registered agent's inbox fanned in.
 
-The cursor (``envelopes.MonitorCursor``) is a vector of per-inbox positions, each the next
-seq_num to read; an inbox it does not name is read from 0, so an agent registered after the
-cursor was issued is found by the next read and read from its start. Each inbox is read as
-``inbox.inbox_page`` reads one (its tail first, then below it), so what the vector passed has
-committed; there is no order across inboxes, only each inbox's.
+The cursor (``envelopes.MonitorCursor``) is one number, the monitor sequence's
+(``services.monitorseq``): each delivery is numbered once it has committed, in commit order
+across every inbox, so a read is "the deliveries numbered above the cursor, in that order" and
+the cursor's size does not grow with the number of inboxes. A read numbers what has committed
+unnumbered first (a delivery whose request died before numbering it), then takes the light
+rows (number, stored size) above the cursor in one query, keeps those that fit ``limit`` and
+the byte budget, and loads them in one more: a page is a few queries however many inboxes
+there are. Every delivery's ``cursor`` (its number) is a place to resume from, as is the
+page's ``next_cursor``; an agent registered later has its deliveries numbered as they come,
+so it needs no place of its own in the cursor.
 
-A page takes the deliveries beyond the positions in the document's presentation order
-(timestamp, inbox id, seq_num), at most ``limit`` and about the byte budget. An inbox's
-timestamps never go back (``services.mailbox``), so taking the first ones in that order takes
-a run from each inbox's position with no gap: every delivery's ``cursor`` (the vector after
-it) is a place to resume from, as is the page's ``next_cursor``. The order is found by merging
-the inboxes' heads (a few light rows each: seq, timestamp, stored size), then only the chosen
-deliveries are loaded.
+Order: the monitor's numbers follow commit order, and an inbox's deliveries commit in seq_num
+order, so each inbox's deliveries come in seq_num order with no gap; across inboxes the order
+is the order of commits (a batch numbered together, in timestamp, inbox, seq_num order), so
+timestamps across inboxes are in order except between deliveries that committed in the other
+order than they were stamped (concurrent sends, by the time a transaction takes to commit).
+
+A version-1 cursor (a vector of per-inbox positions, what servers before this numbering made)
+is refused, MONITOR_CURSOR_RETIRED, with ``detail.resume_cursor``: the number before the first
+delivery that vector had not passed, so re-reading from it loses nothing (it may repeat some
+deliveries of inboxes the vector was further along in; their inbox and seq_num tell them).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
-from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Min, Q
 
 from agentchat.core.models import Agent
 from agentchat.core.rules.encode import json_bytes
@@ -29,16 +36,19 @@ from agentchat.core.rules.errors import AppError
 from channels_app.envelopes import MonitorCursor, envelope_to_dict, rfc3339
 from channels_app.inbox import DELIVERY_OVERHEAD
 from channels_app.models import Delivery
+from channels_app.services.monitorseq import monitor_number, monitor_tail
 
-# Heads read from one inbox at a time while merging.
-HEADS_BATCH = 32
+# A delivery's cursor in its JSON, at most (``{"v":2,"s":<18 digits>}`` in base64url, quoted).
+CURSOR_OVERHEAD = 48
+# Version-1 positions looked up by one query while finding where such a cursor resumes.
+LEGACY_CHUNK = 200
 
 
 @dataclass(frozen=True)
 class MonitorItem:
     inbox: str
     seq_num: int
-    cursor: str  # the vector after this delivery (an SSE event's ``id:``)
+    cursor: str  # the cursor after this delivery (an SSE event's ``id:``)
     json: bytes  # {"inbox", "cursor", "seq_num", "timestamp", "envelope"}
 
 
@@ -47,6 +57,7 @@ class MonitorPage:
     items: list[MonitorItem]
     next_cursor: str
     tails: dict[str, int]
+    more: bool = False  # deliveries numbered beyond next_cursor were left for the next read
 
     def body(self) -> bytes:
         return b'{"deliveries":[%s],"next_cursor":%s,"tails":%s}' % (
@@ -62,107 +73,95 @@ def monitor_tails() -> dict[str, tuple[int, int]]:
     return {name: (pk, int(tail or 0)) for pk, name, tail in rows}
 
 
-class _Heads:
-    """One inbox's next deliveries as (pk: the message id, seq, timestamp, size), read a batch
-    at a time."""
+def legacy_resume(positions: dict[str, int]) -> int:
+    """Where a version-1 cursor resumes: the monitor number before the first delivery it had
+    not passed (an inbox's first unread one is the one at its position, from 0 for an inbox
+    it does not name; within an inbox, numbers follow seq_num). Deliveries not numbered yet
+    will be numbered above the tail, so the tail when none is found."""
+    inboxes = monitor_tails()
+    named = {inboxes[name][0]: pos for name, pos in positions.items() if name in inboxes}
+    firsts: list[int] = []
+    pairs = list(named.items())
+    for i in range(0, len(pairs), LEGACY_CHUNK):
+        match = Q()
+        for agent_id, pos in pairs[i : i + LEGACY_CHUNK]:
+            match |= Q(recipient_id=agent_id, seq=pos)
+        firsts.append(Delivery.objects.filter(match).aggregate(m=Min("mseq"))["m"])
+    others = Delivery.objects.filter(seq=0).exclude(recipient_id__in=list(named))
+    firsts.append(others.aggregate(m=Min("mseq"))["m"])
+    found = [first for first in firsts if first is not None]
+    return min(found) - 1 if found else monitor_tail()
 
-    def __init__(self, agent_id: int, start: int, tail: int) -> None:
-        self.agent_id, self.next, self.tail = agent_id, start, tail
-        self.rows: list[tuple[str, int, datetime, int]] = []
 
-    def peek(self) -> tuple[str, int, datetime, int] | None:
-        if not self.rows and self.next < self.tail:
-            self.rows = list(
-                Delivery.objects.filter(
-                    recipient_id=self.agent_id, seq__gte=self.next, seq__lt=self.tail
-                )
-                .order_by("seq")
-                .values_list("pk", "seq", "delivered_at", "message__json_size")[:HEADS_BATCH]
-            )
-            self.rows.reverse()
-            if not self.rows:
-                self.next = self.tail  # deleted meanwhile: nothing more here
-        return self.rows[-1] if self.rows else None
-
-    def pop(self) -> None:
-        self.next = self.rows.pop()[1] + 1
+def legacy_refuse(cursor: MonitorCursor | None) -> None:
+    """Raise MONITOR_CURSOR_RETIRED, with where to resume, for a version-1 cursor. Sync."""
+    if cursor is None or cursor.legacy is None:
+        return
+    monitor_number()  # what has committed has its number: the resume point counts it
+    resume = MonitorCursor(legacy_resume(cursor.legacy)).encode()
+    raise AppError(
+        "MONITOR_CURSOR_RETIRED",
+        "this monitor cursor is of version 1, which this server no longer reads: "
+        "re-read from detail.resume_cursor (nothing after the old cursor is lost)",
+        detail={"field": "cursor", "resume_cursor": resume},
+    )
 
 
 def monitor_page(
     *, cursor: MonitorCursor | None, limit: int, max_bytes: int | None = None
 ) -> MonitorPage:
-    """The deliveries of every inbox beyond ``cursor`` (from 0 without one; see the module).
-    Raises INVALID_CURSOR (a position beyond its inbox's tail). Sync."""
+    """The deliveries numbered beyond ``cursor`` (from the start without one; see the module).
+    Raises INVALID_CURSOR (beyond the monitor's tail), MONITOR_CURSOR_RETIRED. Sync."""
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
-    inboxes = monitor_tails()
-    given = cursor or MonitorCursor({})
-    positions: dict[str, int] = {}
-    for name, pos in given.positions.items():
-        if name not in inboxes:
-            continue  # no such agent (any more): nothing to read there
-        if pos > inboxes[name][1]:
-            raise AppError(
-                "INVALID_CURSOR",
-                f"the cursor's position of {name} is beyond its inbox's tail",
-                detail={"field": "cursor", "inbox": name},
-            )
-        positions[name] = pos
-    heads: dict[str, _Heads] = {}
-    queue: list[tuple[datetime, str, int]] = []
-    for name, (agent_id, tail) in inboxes.items():
-        start = positions.get(name, 0)
-        if start < tail:
-            heads[name] = _Heads(agent_id, start, tail)
-            head = heads[name].peek()
-            if head is not None:
-                queue.append((head[2], name, head[1]))
-    heapq.heapify(queue)
-    chosen: list[tuple[str, str]] = []  # (inbox, delivery pk) in presentation order
+    monitor_number()
+    legacy_refuse(cursor)
+    start = 0 if cursor is None else cursor.seq
+    if start > monitor_tail():
+        raise AppError(
+            "INVALID_CURSOR",
+            "the cursor is beyond the monitor's tail",
+            detail={"field": "cursor"},
+        )
+    heads = list(
+        Delivery.objects.filter(mseq__gt=start)
+        .order_by("mseq")
+        .values_list("pk", "mseq", "message__json_size")[: limit + 1]
+    )
+    chosen: list[tuple[str, int]] = []  # (delivery pk, mseq) in the monitor's order
     planned = 0
-    # Each delivery carries the vector after it: at most the given one plus a position for
-    # each inbox read here.
-    cursor_size = len(given.encode()) + 32 * len(heads)
-    while queue and len(chosen) < limit:
-        _, name, _ = queue[0]
-        head = heads[name].peek()
-        assert head is not None
-        size = head[3] + DELIVERY_OVERHEAD + cursor_size
+    for pk, mseq, json_size in heads[:limit]:
+        size = json_size + DELIVERY_OVERHEAD + CURSOR_OVERHEAD
         if chosen and planned + size > max_bytes:
             break
-        heapq.heappop(queue)
         planned += size
-        chosen.append((name, head[0]))
-        heads[name].pop()
-        following = heads[name].peek()
-        if following is not None:
-            heapq.heappush(queue, (following[2], name, following[1]))
+        chosen.append((pk, int(mseq or 0)))  # never null: the filter is mseq > start
     loaded = Delivery.objects.select_related("message", "recipient").in_bulk(
-        [pk for _, pk in chosen]
+        [pk for pk, _ in chosen]
     )
     items: list[MonitorItem] = []
-    total = 0
-    for name, pk in chosen:
+    total, position, taken = 0, start, 0
+    for pk, mseq in chosen:
         delivery = loaded.get(pk)
-        if delivery is None:
-            break  # deleted meanwhile (its agent): the vector must not pass it
-        after = {**positions, name: delivery.seq + 1}
-        encoded = MonitorCursor(after).encode()
-        part = json_bytes(
-            {
-                "inbox": name,
-                "cursor": encoded,
-                "seq_num": delivery.seq,
-                "timestamp": rfc3339(delivery.delivered_at),
-                "envelope": envelope_to_dict(delivery, delivery.message),
-            }
-        )
-        if items and total + len(part) > max_bytes:
-            break
-        positions = after
-        items.append(MonitorItem(name, delivery.seq, encoded, part))
-        total += len(part) + 1
+        encoded = MonitorCursor(mseq).encode()
+        if delivery is not None:  # else deleted meanwhile (with its agent): passed
+            part = json_bytes(
+                {
+                    "inbox": delivery.recipient.name,
+                    "cursor": encoded,
+                    "seq_num": delivery.seq,
+                    "timestamp": rfc3339(delivery.delivered_at),
+                    "envelope": envelope_to_dict(delivery, delivery.message),
+                }
+            )
+            if items and total + len(part) > max_bytes:
+                break
+            items.append(MonitorItem(delivery.recipient.name, delivery.seq, encoded, part))
+            total += len(part) + 1
+        position, taken = mseq, taken + 1
+    inboxes = monitor_tails()  # after the deliveries: each one's seq_num is below its tail
     return MonitorPage(
         items,
-        MonitorCursor(positions).encode(),
+        MonitorCursor(position).encode(),
         {name: tail for name, (_, tail) in inboxes.items()},
+        more=len(heads) > taken,
     )

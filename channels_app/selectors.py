@@ -28,6 +28,10 @@ READ_LIMIT_MAX = 1000  # messages per read or wait (also the default)
 # query, and a bounded amount of memory even when they are big (a request is at most 768 KiB).
 # Further rows are fetched as many as the page can still take, planned from their stored sizes.
 PAGE_BATCH = 16
+# Messages a read or a wait examines per request, relevant or not (a range of seqs: a channel's
+# seqs are unique, so the range holds at most this many rows): a read for an agent to whom
+# nothing of a long run of messages is addressed answers after this many rows, not the run.
+READ_SCAN_ROWS = 1000
 PAGE_PLAN = 256  # rows whose sizes one planning query looks at
 # A channel's planned size in a list: what can be big (the topic, the roster).
 CHANNEL_SIZE = size_of("name", "topic", "members", "created_by")

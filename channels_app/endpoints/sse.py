@@ -76,7 +76,7 @@ from channels_app import envelopes
 from channels_app.envelopes import MonitorCursor
 from channels_app.inbox import inbox_page
 from channels_app.live import _sweep_interval, tasks_end
-from channels_app.monitor import monitor_page
+from channels_app.monitor import legacy_refuse, monitor_page
 from channels_app.services import MONITOR_GROUP, inbox_group
 
 logger = logging.getLogger(__name__)
@@ -249,8 +249,7 @@ def _monitor_read(
 ) -> tuple[list[tuple[str, bytes]], MonitorCursor, bool]:
     page = monitor_page(cursor=cursor, limit=limit, max_bytes=FOLLOW_BATCH_BYTES)
     after = envelopes.monitor_cursor_decode(page.next_cursor)
-    more = any(tail > after.at(name) for name, tail in page.tails.items())
-    return [(item.cursor, item.json) for item in page.items], after, bool(page.items) and more
+    return [(item.cursor, item.json) for item in page.items], after, page.more
 
 
 class _MonitorSource(_Source):
@@ -260,10 +259,7 @@ class _MonitorSource(_Source):
         self.cursor, self.limit = cursor, limit
 
     def concerns(self, event: dict[str, Any]) -> bool:
-        name, seq = event.get("name"), event.get("seq")
-        if not isinstance(name, str) or not isinstance(seq, int) or self.cursor is None:
-            return True
-        return seq >= self.cursor.at(name)
+        return True  # every ring is a delivery the cursor has not passed (numbered after it)
 
     async def read(self) -> Batch:
         events, self.cursor, more = await heavy_read(
@@ -328,7 +324,7 @@ class InboxFollowEndpoint:
 
 class MonitorFollowEndpoint:
     """``GET /v1/monitor`` with ``follow=true`` or ``Accept: text/event-stream``: every inbox's
-    deliveries from the vector cursor, then each one as it commits (the admin token only)."""
+    deliveries from the monitor cursor, then each one as it commits (the admin token only)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         try:
@@ -340,6 +336,7 @@ class MonitorFollowEndpoint:
             raw, field = _cursor_text(scope)
             cursor = None if raw is None else envelopes.monitor_cursor_decode(raw, field=field)
             admin_token_authenticate(scope_token(scope, allow_query=False))
+            await run_db(legacy_refuse, cursor)  # before the stream: the replay's JSON error
         except AppError as exc:
             await error_send(send, exc)
             return

@@ -17,6 +17,7 @@ from agentchat.core.rules.errors import AppError, ClientGone
 from channels_app.models import Channel, Cursor
 from channels_app.selectors import (
     READ_LIMIT_MAX,
+    READ_SCAN_ROWS,
     channel_last_seq_visible,
     cursor_get,
     message_page,
@@ -57,8 +58,20 @@ def _cursor_for_update(*, agent: Agent, channel: Channel) -> int:
 class ReadPage(NamedTuple):
     parts: list[bytes]  # the delivered messages, each rendered as JSON (message_json)
     cursor: int  # the caller's cursor afterwards
-    more: bool  # relevant messages remain after this page: read again at once
+    more: bool  # relevant messages may remain after this page: read again at once
     last_seq: int  # the channel's last seq as the read saw it
+    # The last seq the read examined: nothing after the cursor up to it is relevant but what
+    # the page holds (below last_seq when the row budget, READ_SCAN_ROWS, ran out). None: last_seq.
+    scanned: int | None = None
+
+
+def _scan_start(cursor: int, known: tuple[int, int] | None) -> int:
+    """Where a read's scan starts: after the cursor, or after ``known`` = (a cursor, the last
+    seq an earlier read from it examined, finding nothing relevant) when the cursor has not
+    moved back since (relevance never changes, so what was irrelevant stays so)."""
+    if known is not None and known[0] <= cursor:
+        return max(cursor, known[1])
+    return cursor
 
 
 def read_page_body(page: ReadPage, *, timed_out: bool = False) -> bytes:
@@ -87,11 +100,18 @@ def message_read(
     advance_if_empty: bool = True,
     token_id: int | None = None,
     abandoned: threading.Event | None = None,
+    known: tuple[int, int] | None = None,
 ) -> ReadPage:
     """SPEC §5/§8, paged: the relevant messages after the cursor, at most ``limit`` of them and
     ``max_bytes`` of JSON (AGENTCHAT_READ_MAX_BYTES; always at least one). When relevant
     messages remain, ``more`` is true and the cursor moves to the last one delivered; otherwise
     it moves to the channel's last seq, past the irrelevant ones.
+
+    A read examines at most READ_SCAN_ROWS messages (relevant or not) after where it starts:
+    when they run out before the channel's last seq, it answers what it found with ``more``
+    true and the cursor on the last message examined (past irrelevant ones only: never past a
+    relevant one not sent), and the next read goes on from there. ``known`` (a wait's
+    earlier empty reads, see ``_scan_start``) spares a wait re-examining what it has.
 
     The messages are rendered inside the transaction that moves the cursor: a message that
     cannot be sent (JSON cannot carry it) fails the read and moves nothing. With
@@ -106,33 +126,37 @@ def message_read(
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
     last_seq = channel_last_seq_visible(channel, viewer=agent.name)
     cursor = cursor_get(agent=agent, channel=channel)
-    if cursor >= last_seq:
+    start = _scan_start(cursor, known)
+    if start >= last_seq:
         return ReadPage([], cursor, False, last_seq)  # nothing new: no write transaction
-    if not advance_if_empty and not messages_relevant_exist(
-        channel=channel, name=agent.name, after=cursor, upto=last_seq
-    ):
-        return ReadPage([], cursor, False, last_seq)
+    if not advance_if_empty:
+        window = min(last_seq, start + READ_SCAN_ROWS)
+        if not messages_relevant_exist(channel=channel, name=agent.name, after=start, upto=window):
+            return ReadPage([], cursor, False, last_seq, window)
     with write_atomic():
         _token_check(token_id)
         # Re-read inside the write transaction: the counter row and every message up to it are
         # committed together, so nothing at or below last_seq can appear later.
         last_seq = channel_last_seq_visible(channel, viewer=agent.name)
         cursor = _cursor_for_update(agent=agent, channel=channel)
+        start = _scan_start(cursor, known)
+        window = min(last_seq, start + READ_SCAN_ROWS)
         page = message_page(
             channel=channel,
             name=agent.name,
-            after=cursor,
-            upto=last_seq,
+            after=start,
+            upto=window,
             limit=limit,
             max_bytes=max_bytes,
         )
-        target = page.last if page.more else last_seq
-        if target > cursor and (page.parts or advance_if_empty):
-            _cursor_set(agent=agent, channel=channel, seq=target)
-            cursor = target
+        scanned = page.last if page.more else window
+        if scanned > cursor and (page.parts or advance_if_empty):
+            _cursor_set(agent=agent, channel=channel, seq=scanned)
+            cursor = scanned
         if abandoned is not None and abandoned.is_set():
             raise ClientGone
-    return ReadPage(page.parts, cursor, page.more, last_seq)
+    more = page.more or (window < last_seq and cursor == scanned)
+    return ReadPage(page.parts, cursor, more, last_seq, scanned)
 
 
 class CursorMove(NamedTuple):

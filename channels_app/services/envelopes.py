@@ -34,6 +34,7 @@ from channels_app.services.direct import direct_channel_for
 from channels_app.services.groups import MONITOR_GROUP, inbox_group
 from channels_app.services.mailbox import inbox_seq_take
 from channels_app.services.messages import message_post
+from channels_app.services.monitorseq import monitor_number_on_commit
 
 DELIVERY_RING = "delivery"
 
@@ -148,6 +149,7 @@ def _deliver(
         if envelope_id is None or not (found := _existing(sender.name, envelope_id, digest)):
             raise
         return found
+    monitor_number_on_commit()  # before the rings: a monitor follow reads it numbered
     ring = {"kind": DELIVERY_RING, "inbox": recipient.pk, "seq": seq}
     push_on_commit(inbox_group(recipient.pk), ring)
     push_on_commit(MONITOR_GROUP, {**ring, "name": recipient.name})

@@ -144,6 +144,12 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "an inbox cursor (or Last-Event-ID) that is not a sequence number up to the inbox's "
         "tail, or a malformed monitor cursor",
     ),
+    (
+        "MONITOR_CURSOR_RETIRED",
+        400,
+        "a monitor cursor of version 1 (per-inbox positions), which this server no longer "
+        "reads: detail.resume_cursor is where to re-read from without losing a delivery",
+    ),
     ("NOT_ACCEPTABLE", 406, "the client does not accept application/json"),
     ("METHOD_NOT_ALLOWED", 405, "the route does not take this method"),
     ("REQUEST_TOO_LARGE", 413, "the request body is over the limit (768 KiB)"),

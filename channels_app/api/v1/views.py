@@ -331,14 +331,20 @@ class MonitorApi(APIView):
 
     @operation(
         "v1_monitor_read",
-        raising=("MONITOR_DISABLED", "ADMIN_TOKEN_REQUIRED", "INVALID_CURSOR", "INVALID_VALUE"),
+        raising=(
+            "MONITOR_DISABLED",
+            "ADMIN_TOKEN_REQUIRED",
+            "INVALID_CURSOR",
+            "MONITOR_CURSOR_RETIRED",
+            "INVALID_VALUE",
+        ),
         parameters=(
             OpenApiParameter(
                 "cursor",
                 MONITOR_CURSOR,
                 description="a `next_cursor` (or a delivery's `cursor`), unchanged; every inbox "
                 "from 0 when omitted and no `Last-Event-ID` is sent (400 INVALID_CURSOR for "
-                "anything else)",
+                "anything else; a version-1 cursor: 400 MONITOR_CURSOR_RETIRED)",
             ),
             LIMIT,
             OpenApiParameter(
@@ -351,8 +357,8 @@ class MonitorApi(APIView):
         responses=s.MonitorOutput,
         summary="The admin monitor: every agent's inbox fanned in, from an opaque cursor",
         description="Needs the server's AGENT_CHAT_ADMIN_TOKEN (404 MONITOR_DISABLED without "
-        "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Within a page, deliveries are in "
-        "timestamp, inbox, seq_num order; each carries the cursor after it.",
+        "one; any other token is 403 ADMIN_TOKEN_REQUIRED). Deliveries come in the order they "
+        "committed (each inbox's in seq_num order); each carries the cursor after it.",
     )
     def get(self, request: Request) -> HttpResponse:
         raw, field = cursor_text(request)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -132,6 +134,75 @@ def test_a_conversation_with_receipts_a_contact_handoff_and_replay(clients):
     # each delivery's cursor resumes right after it
     after_share = admin.monitor(page["deliveries"][2]["cursor"])
     assert [d["envelope"] for d in after_share["deliveries"]] == [hello, late]
+
+
+def monitor_page_all(admin, done, total, limit):
+    """Page the monitor from the start as the document says (next_cursor back unchanged) until
+    ``total`` deliveries came, or a page came empty once ``done`` is set."""
+    seen, cursor = [], None
+    while len(seen) < total:
+        page = admin.monitor(cursor, limit=limit)
+        assert len(page["deliveries"]) <= limit
+        seen += page["deliveries"]
+        if page["deliveries"]:
+            assert page["next_cursor"] == page["deliveries"][-1]["cursor"]
+        cursor = page["next_cursor"]
+        if not page["deliveries"] and done.is_set():
+            break
+    return seen
+
+
+def test_monitor_readers_see_every_delivery_once_while_senders_race(clients):
+    # Three senders post at once, each to the two others (so three inboxes fill concurrently);
+    # a reader pages the monitor meanwhile, seven at a time, and a follower takes the stream.
+    # On PostgreSQL a delivery can commit after one begun later: the monitor numbers each
+    # after its commit, in commit order, so neither reader passes one that committed late.
+    agents, admin = clients
+    per_sender = 12
+    total = per_sender * len(agents)
+    done = threading.Event()
+    stream = admin.follow_monitor(timeout=60)
+
+    def send_all(name):
+        others = [other for other in agents if other != name]
+        return [
+            agents[name].send(others[n % 2], text=f"{name} {n}")["id"] for n in range(per_sender)
+        ]
+
+    def follow():
+        events = []
+        while len(events) < total:
+            event = stream.next_event()
+            assert event is not None, "the server ended a healthy stream"
+            if event.event == "envelope":
+                events.append(event)
+        return events
+
+    with ThreadPoolExecutor(len(agents) + 2) as pool:
+        paged = pool.submit(monitor_page_all, admin, done, total, 7)
+        followed = pool.submit(follow)
+        sent = [i for ids in pool.map(send_all, agents) for i in ids]
+        done.set()
+        seen = paged.result(timeout=120)
+        events = followed.result(timeout=120)
+    stream.close()
+    for deliveries in (seen, [event.json() for event in events]):
+        ids = [d["envelope"]["id"] for d in deliveries]
+        assert len(ids) == len(set(ids)) == total and set(ids) == set(sent)
+        for inbox in agents:  # each inbox's in seq_num order, none skipped
+            numbers = [d["seq_num"] for d in deliveries if d["inbox"] == inbox]
+            assert numbers == list(range(len(numbers)))
+    assert [event.id for event in events] == [event.json()["cursor"] for event in events]
+    # the follower and the pager saw the one order, and a page from any delivery's cursor
+    # goes on right after it
+    assert [event.json() for event in events] == seen
+    middle = seen[total // 2]["cursor"]
+    assert admin.monitor(middle, limit=total)["deliveries"] == seen[total // 2 + 1 :]
+    # a follow resumed by Last-Event-ID goes on there too
+    resumed = admin.follow_monitor(last_event_id=middle, timeout=60)
+    first = next(event for event in resumed.events() if event.event == "envelope")
+    assert first.json() == seen[total // 2 + 1]
+    resumed.close()
 
 
 def test_the_tokens_are_kept_apart_both_ways(clients):

@@ -1,5 +1,6 @@
-"""GET /v1/monitor: every inbox fanned in, the opaque versioned vector cursor, tails, and the
-admin token (AGENT_CHAT_ADMIN_TOKEN) kept apart from the agents' tokens both ways."""
+"""GET /v1/monitor: every inbox fanned in, the opaque versioned cursor (the monitor's sequence;
+version 1, a vector, refused with where to resume), tails, and the admin token
+(AGENT_CHAT_ADMIN_TOKEN) kept apart from the agents' tokens both ways."""
 
 from __future__ import annotations
 
@@ -92,11 +93,10 @@ def test_the_monitor_fans_in_every_inbox_in_presentation_order(admin, alice, bob
     ]
     keys = [(d["timestamp"], d["inbox"], d["seq_num"]) for d in rows]
     assert keys == sorted(keys)
-    # each delivery carries the vector after it; the page's next cursor is the last one's
-    assert decoded(rows[0]["cursor"]) == {"v": 1, "p": {"bob": 1}}
-    assert decoded(rows[1]["cursor"]) == {"v": 1, "p": {"alice": 1, "bob": 1}}
+    # each delivery carries the cursor after it (its monitor number); the page's next cursor
+    # is the last one's
+    assert [decoded(d["cursor"]) for d in rows] == [{"v": 2, "s": n} for n in (1, 2, 3, 4)]
     assert page["next_cursor"] == rows[-1]["cursor"]
-    assert decoded(page["next_cursor"]) == {"v": 1, "p": {"alice": 1, "bob": 2, "carol": 1}}
 
 
 def test_resuming_at_next_cursor_yields_only_newer_deliveries(admin, alice, bob):
@@ -142,10 +142,46 @@ def test_an_agent_registered_after_the_cursor_is_read_from_zero(admin, alice, ap
     assert page["tails"]["dave"] == 1
 
 
-def test_the_documents_cursor_spelling_is_read():
-    # from the HTTP v1 document's example page
-    assert monitor_cursor_decode("eyJ2IjoxLCJwIjp7ImJvYiI6NDN9fQ") == MonitorCursor({"bob": 43})
-    assert MonitorCursor({"bob": 43, "carol": 0}).encode() == "eyJ2IjoxLCJwIjp7ImJvYiI6NDN9fQ"
+def test_the_documents_cursor_spelling_is_read_as_version_1():
+    # from the HTTP v1 document's example page: a vector, what servers before the sequence made
+    assert monitor_cursor_decode("eyJ2IjoxLCJwIjp7ImJvYiI6NDN9fQ") == MonitorCursor(
+        0, legacy={"bob": 43}
+    )
+    assert MonitorCursor(43).encode() == _b64(b'{"v":2,"s":43}')
+    assert monitor_cursor_decode(MonitorCursor(43).encode()) == MonitorCursor(43)
+
+
+def legacy(positions):
+    kept = {name: pos for name, pos in sorted(positions.items()) if pos}
+    return _b64(json.dumps({"v": 1, "p": kept}, separators=(",", ":")).encode())
+
+
+def test_a_version_1_cursor_is_refused_with_where_to_resume_losing_nothing(
+    admin, alice, bob, carol
+):
+    sent = [
+        send(alice, "alice", "bob", "a1"),  # bob 0
+        send(carol, "carol", "alice", "c1"),  # alice 0
+        send(alice, "alice", "bob", "a2"),  # bob 1
+        send(bob, "bob", "carol", "b1"),  # carol 0
+    ]
+    # alice and bob read up to their first delivery: bob 1 and carol 0 are to come, exactly
+    r = monitor(admin, "?cursor=" + legacy({"alice": 1, "bob": 1}))
+    assert (r.status_code, error_code(r)) == (400, "MONITOR_CURSOR_RETIRED")
+    resume = r.json()["error"]["detail"]["resume_cursor"]
+    page = monitor(admin, f"?cursor={resume}").json()
+    assert [d["envelope"] for d in page["deliveries"]] == [sent[2], sent[3]]
+    # bob read ahead of alice: from the resume point alice 0 comes, and bob 1 again (its
+    # inbox and seq_num tell it), nothing of carol's is lost
+    r = monitor(admin, HTTP_LAST_EVENT_ID=legacy({"bob": 2}))
+    resume = r.json()["error"]["detail"]["resume_cursor"]
+    page = monitor(admin, f"?cursor={resume}").json()
+    assert [d["envelope"] for d in page["deliveries"]] == sent[1:]
+    # everything read: the monitor's tail, nothing to come; an agent gone is skipped
+    r = monitor(admin, "?cursor=" + legacy({"alice": 1, "bob": 2, "carol": 1, "zed": 4}))
+    resume = r.json()["error"]["detail"]["resume_cursor"]
+    assert decoded(resume) == {"v": 2, "s": 4}
+    assert monitor(admin, f"?cursor={resume}").json()["deliveries"] == []
 
 
 def _b64(value):
@@ -162,6 +198,18 @@ def _b64(value):
         _b64(b"\xff\xfe"),
         _b64([1, 2]),
         _b64({"v": 2, "p": {}}),
+        _b64({"v": 3, "s": 1}),
+        _b64({"v": 2}),
+        _b64({"v": 2, "s": -1}),
+        _b64({"v": 2, "s": "1"}),
+        _b64({"v": 2, "s": 1.0}),
+        _b64({"v": 2, "s": True}),
+        _b64({"v": 2, "s": 10**30}),
+        _b64({"v": 2, "s": 1, "p": {}}),
+        _b64(b'{"v": 2, "s": 0}'),
+        _b64(b'{"s":0,"v":2}'),
+        _b64(b'{"v":2,"s":00}'),
+        "eyJ2IjoyLCJzIjowfQ==",
         _b64({"v": True, "p": {}}),
         _b64({"v": 1}),
         _b64({"v": 1, "p": {}, "x": 1}),
@@ -190,15 +238,11 @@ def test_a_malformed_monitor_cursor_is_invalid(admin, cursor):
     assert (r.status_code, error_code(r)) == (400, "INVALID_CURSOR")
 
 
-def test_a_position_beyond_an_inbox_tail_is_invalid_and_unknown_inboxes_are_skipped(
-    admin, alice, bob
-):
+def test_a_cursor_beyond_the_monitors_tail_is_invalid(admin, alice, bob):
     send(alice, "alice", "bob", "one")
-    r = monitor(admin, "?cursor=" + MonitorCursor({"bob": 2}).encode())
-    assert (error_code(r), r.json()["error"]["detail"]["inbox"]) == ("INVALID_CURSOR", "bob")
-    gone = monitor(admin, "?cursor=" + MonitorCursor({"bob": 1, "zed": 5}).encode()).json()
-    assert gone["deliveries"] == []
-    assert decoded(gone["next_cursor"]) == {"v": 1, "p": {"bob": 1}}
+    assert monitor(admin, "?cursor=" + MonitorCursor(1).encode()).json()["deliveries"] == []
+    r = monitor(admin, "?cursor=" + MonitorCursor(2).encode())
+    assert (r.status_code, error_code(r)) == (400, "INVALID_CURSOR")
 
 
 def test_the_monitor_page_keeps_the_byte_budget(admin, alice, bob, settings):

@@ -11,10 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from django.db import connections
+from django.db import connection, connections
 
 from agentchat.core.models import Agent
 from channels_app import inbox as inbox_reads
+from channels_app import monitor as monitor_reads
+from channels_app.envelopes import monitor_cursor_decode
 from channels_app.models import Channel, ContactEvent, Delivery
 from channels_app.services import envelope_send
 from channels_app.services import envelopes as envelope_services
@@ -186,6 +188,61 @@ def test_a_delivery_that_commits_late_is_never_passed_by_a_reader(make_agent, mo
     assert (before.items, before.tail) == ([], 0)  # the second was not numbered ahead of it
     assert [e["message"]["text"] for e in sent] == ["first", "second"]
     assert Delivery.objects.get(seq=0).message.body == "first"
+
+
+def test_a_delivery_that_commits_late_is_never_passed_by_a_monitor_reader(make_agent, monkeypatch):
+    # The monitor's twin of the test above, across inboxes: the first delivery (to bob) holds
+    # its transaction open; a second one, to dave (another sender, another inbox: nothing they
+    # share), commits meanwhile on PostgreSQL (on SQLite it waits for the writer). A monitor
+    # reader reads it and moves its cursor past it; the first is numbered only once it has
+    # committed, so after the second, and the reader's next read from its cursor has it.
+    alice, _ = make_agent("alice")
+    carol, _ = make_agent("carol")
+    make_agent("bob")
+    make_agent("dave")
+    first_holds, release, second_started = (threading.Event() for _ in range(3))
+    real_take = envelope_services.inbox_seq_take
+
+    def take(agent_id, now):
+        taken = real_take(agent_id, now)
+        if threading.current_thread().name == "first":
+            first_holds.set()
+            assert release.wait(timeout=30)
+        return taken
+
+    monkeypatch.setattr(envelope_services, "inbox_seq_take", take)
+
+    def deliver(sender, to, text):
+        threading.current_thread().name = text
+        if text == "second":
+            second_started.set()
+        try:
+            return envelope_send(sender=sender, to=to, text=text).envelope()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(deliver, alice, "bob", "first")
+        assert first_holds.wait(timeout=30)
+        second = pool.submit(deliver, carol, "dave", "second")
+        wait_until(
+            lambda: second.done() or waits_behind_us(second_started),
+            what="the second delivery finished or waits for the first",
+        )
+        before = monitor_reads.monitor_page(cursor=None, limit=100)
+        release.set()
+        first.result(timeout=30)
+        second.result(timeout=30)
+    cursor = monitor_cursor_decode(before.next_cursor)
+    after = monitor_reads.monitor_page(cursor=cursor, limit=100)
+    read = [item.inbox for item in before.items + after.items]
+    assert sorted(read) == ["bob", "dave"], "the monitor reader passed a delivery"
+    if connection.vendor == "postgresql":
+        assert [item.inbox for item in before.items] == ["dave"]  # it did commit first
+    assert (
+        monitor_reads.monitor_page(cursor=monitor_cursor_decode(after.next_cursor), limit=9).items
+        == []
+    )
 
 
 def test_concurrent_puts_of_a_new_contact_are_one_create(live, make_agent):
