@@ -22,7 +22,8 @@ class Fake:
     """``routes[(method, path)]`` (path under ``/api/v1/``, no query): the JSON body answered
     (status 200), or ``(status, body)``, or a list of those answered in turn (the last one
     for every request after); ``None`` in such a list closes the connection without an
-    answer (a server process that went away mid-request). Unknown routes: 404 with an AgentChat error body.
+    answer (a server process that went away mid-request). Unknown routes: 404 with an
+    AgentChat error body.
     ``drip``: every answer is sent a byte every ``DRIP_EVERY`` seconds, headers included.
     ``endless``: every answer is a JSON body that never ends (no Content-Length), sent as fast
     as the client reads it; ``sent`` counts its bytes."""

@@ -10,7 +10,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from channels_app.models import Message
 from tests.client.cli_run import Agentchat
@@ -74,10 +74,8 @@ def answer_lost_once(target: int) -> Iterator[int]:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def serve() -> None:
         while True:
