@@ -114,9 +114,11 @@ def _drain_on_sigterm(server: Any) -> None:
     let the requests in flight finish for at most AGENTCHAT_STOP_GRACE_SECONDS, then stop as
     daphne does (what is still running then is cancelled)."""
     from daphne.ws_protocol import WebSocketProtocol
-    from twisted.internet import reactor
+    from twisted.internet import reactor as twisted_reactor
 
     from agentchat.core.live.stopping import stopping_begin
+
+    reactor: Any = twisted_reactor  # typed as IReactorTime alone
 
     log = logging.getLogger("agentchat.serve")
     state = {"deadline": 0.0}

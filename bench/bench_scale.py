@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import glob
 import json
 import os
@@ -66,10 +67,24 @@ class Postgres:
         self.data = self.root / "data"
         self.port = free_port()
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync")
-        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=100"
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c max_connections=100"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "start",
+        )
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/agentchat"
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "agentchat")
+        self._run(
+            "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "agentchat"
+        )
         self.postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
 
     def _run(self, tool: str, *args: str) -> None:
@@ -81,14 +96,58 @@ class Postgres:
         those alive now: a backend's CPU is counted while its pool keeps it."""
         total = 0.0
         for pid in [self.postmaster, *_children(self.postmaster)]:
-            try:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 total += proc_cpu_s(pid)
-            except (FileNotFoundError, ProcessLookupError):
-                pass
         return total
 
     def close(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+
+def ctx_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of every thread of ``pid`` so far."""
+    voluntary = involuntary = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    voluntary += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    involuntary += int(line.split()[1])
+        except FileNotFoundError:
+            pass  # a thread that ended meanwhile
+    return voluntary, involuntary
+
+
+def perf_record(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    """``perf record`` of one app process while the posts run (None without perf)."""
+    if shutil.which("perf") is None:
+        return None
+    return subprocess.Popen(
+        ["perf", "record", "-q", "-F", "499", "-p", str(pid), "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def perf_split(process: subprocess.Popen[bytes], out: Path) -> dict[str, float]:
+    """Where that process's samples fell, by object: the interpreter, the kernel, libpq…"""
+    import signal as signals
+
+    process.send_signal(signals.SIGINT)
+    process.wait(30)
+    report = subprocess.run(
+        ["perf", "report", "-i", str(out), "--stdio", "--sort", "dso", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    split: dict[str, float] = {}
+    for line in report.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].endswith("%"):
+            split[parts[1]] = float(parts[0].rstrip("%"))
+    return dict(sorted(split.items(), key=lambda kv: -kv[1])[:8])
 
 
 def _children(pid: int) -> list[int]:
@@ -211,8 +270,13 @@ async def posts(url: str, tokens: list[str], channel: str, each: int) -> dict[st
     elapsed = time.perf_counter() - started
     for client in clients:
         await client.close()
-    return {"posts": len(lat), "elapsed_s": round(elapsed, 3),
-            "posts_per_s": round(len(lat) / elapsed, 1), "errors": errors, **lat_summary(lat)}  # fmt: skip
+    return {
+        "posts": len(lat),
+        "elapsed_s": round(elapsed, 3),
+        "posts_per_s": round(len(lat) / elapsed, 1),
+        "errors": errors,
+        **lat_summary(lat),
+    }
 
 
 async def pushes(url: str, ws_url: str, poster: str, subscriber: str, channel: str, n: int) -> dict:
@@ -278,9 +342,14 @@ def measure(n: int, tmp: Path, env: dict[str, str], tokens: dict[str, str], pg: 
         time.sleep(quiet)
         idle = [proc_cpu_s(s.pid) - c for s, c in zip(servers, idle0, strict=True)]
         app0 = [proc_cpu_s(s.pid) for s in servers]
+        ctx0 = [ctx_switches(s.pid) for s in servers]
         pg0, redis0, nginx0 = pg.cpu_s(), redis.cpu_s(), nginx.cpu_s()
+        perf = perf_record(servers[0].pid, tmp / f"perf-{n}.data") if args.perf else None
         result = asyncio.run(posts(nginx.url, posters, channel, args.each))
         app = [proc_cpu_s(s.pid) - c for s, c in zip(servers, app0, strict=True)]
+        ctx = [ctx_switches(s.pid) for s in servers]
+        if perf is not None:
+            result["perf_app0_dso_percent"] = perf_split(perf, tmp / f"perf-{n}.data")
         count = max(1, result["posts"])
         elapsed = result["elapsed_s"]
         idle_rate = [x / quiet for x in idle]
@@ -291,6 +360,10 @@ def measure(n: int, tmp: Path, env: dict[str, str], tokens: dict[str, str], pg: 
                 (sum(app) - sum(idle_rate) * elapsed) * 1000 / count, 2
             ),
             "app_cpu_s_each": [round(x, 2) for x in app],
+            "app_ctx_switches_per_post": [
+                round(sum(a[i] - b[i] for a, b in zip(ctx, ctx0, strict=True)) / count, 2)
+                for i in (0, 1)
+            ],  # (voluntary, involuntary), all app processes
             "app_idle_cpu_ms_per_s_each": [round(x * 1000, 1) for x in idle_rate],
             "postgres_cpu_ms_per_post": round((pg.cpu_s() - pg0) * 1000 / count, 2),
             "redis_cpu_ms_per_post": round((redis.cpu_s() - redis0) * 1000 / count, 3),
@@ -298,7 +371,9 @@ def measure(n: int, tmp: Path, env: dict[str, str], tokens: dict[str, str], pg: 
         }
         channel_create(nginx.url, tokens["pusher"], f"push-{n}")
         result["push"] = asyncio.run(
-            pushes(nginx.url, nginx.ws_url, tokens["pusher"], tokens["sub"], f"push-{n}", args.pushes)
+            pushes(
+                nginx.url, nginx.ws_url, tokens["pusher"], tokens["sub"], f"push-{n}", args.pushes
+            )
         )
         return result
     finally:
@@ -313,6 +388,7 @@ def main() -> int:
     parser.add_argument("--pushes", type=int, default=150)
     parser.add_argument("--processes", default="1,2,3")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--perf", action="store_true", help="perf record one app process")
     args = parser.parse_args()
     for tool in ("nginx", "redis-server"):
         if shutil.which(tool) is None:

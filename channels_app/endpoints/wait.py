@@ -114,10 +114,11 @@ class WaitEndpoint:
                 abandoned.set()
             for task in (waiting, gone, stop):
                 task.cancel()
-        if stop.done() and not stop.cancelled() and not gone.done() and not answered.is_set():
-            if not waiting.done() or waiting.cancelled():
-                await failure_send(send, stopping_refusal(), log=logger, what="wait stopped")
-                return
+        stopped = stop.done() and not stop.cancelled() and not gone.done()
+        if stopped and not answered.is_set() and (not waiting.done() or waiting.cancelled()):
+            # The server stops: no answer yet, no cursor moved; the client sends it again.
+            await failure_send(send, stopping_refusal(), log=logger, what="wait stopped")
+            return
         if not waiting.done() or waiting.cancelled() or answered.is_set():
             return  # the client went away, or it has its answer
         error = waiting.exception()
