@@ -114,7 +114,7 @@ def cmd_post(client: Client, args: argparse.Namespace) -> None:
     # An id of the client's own: a post retried after a dropped connection or a 502/503 (a
     # server process stopped in a deploy roll) answers 200 with the first one, stored once.
     payload: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
+        "id": f"msg_{uuid.uuid4().hex}",  # the form of the ids the server makes
         "title": args.title,
         "body": _body(args),
         "to": _recipients(args.to),
