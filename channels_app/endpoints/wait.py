@@ -114,7 +114,7 @@ class WaitEndpoint:
                 abandoned.set()
             for task in (waiting, gone, stop):
                 task.cancel()
-        stopped = stop.done() and not stop.cancelled() and not gone.done()
+        stopped = stop.done() and not stop.cancelled() and not gone.done() and stopping()
         if stopped and not answered.is_set() and (not waiting.done() or waiting.cancelled()):
             # The server stops: no answer yet, no cursor moved; the client sends it again.
             await failure_send(send, stopping_refusal(), log=logger, what="wait stopped")

@@ -13,27 +13,38 @@ import asyncio
 
 from agentchat.core.rules.errors import AppError
 
-_stopping: asyncio.Event | None = None
-
-
-def _event() -> asyncio.Event:
-    global _stopping
-    if _stopping is None:
-        _stopping = asyncio.Event()
-    return _stopping
+_stopping = False
+_waiters: set[asyncio.Future[None]] = set()
 
 
 def stopping_begin() -> None:
     """Wake every wait: the server is stopping. On the event loop's thread."""
-    _event().set()
+    global _stopping
+    _stopping = True
+    for waiter in list(_waiters):
+        if not waiter.done():
+            waiter.get_loop().call_soon_threadsafe(_resolve, waiter)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def stopping() -> bool:
-    return _stopping is not None and _stopping.is_set()
+    return _stopping
 
 
 async def stopping_wait() -> None:
-    await _event().wait()
+    """Returns once the server stops (never, in most processes' lives)."""
+    if _stopping:
+        return
+    waiter = asyncio.get_running_loop().create_future()
+    _waiters.add(waiter)
+    try:
+        await waiter
+    finally:
+        _waiters.discard(waiter)
 
 
 def stopping_refusal() -> AppError:
