@@ -213,7 +213,7 @@ class Nginx:
         return sum(proc_cpu_s(pid) for pid in [self.proc.pid, *_children(self.proc.pid)])
 
     def close(self) -> None:
-        self.proc.terminate()
+        self.proc.terminate()  # nginx's fast shutdown: the master stops its workers
         self.proc.wait()
 
 

@@ -14,14 +14,17 @@ step that made something registers its undoing first.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -31,6 +34,14 @@ from tests.faults.instances import PrivatePostgres
 from tests.signals import wait_until
 
 APP_PORT = 8000
+
+
+def group_kill(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL to ``process`` and every process of its group (nginx's workers outlive a
+    killed master otherwise), then reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def ip(*args: str) -> None:
@@ -311,8 +322,9 @@ class Cluster:
              str(folder / "nginx.conf")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            start_new_session=True,  # its workers in its process group: killed with it
         )  # fmt: skip
-        self._undo.append(lambda: (nginx.kill(), nginx.wait()))
+        self._undo.append(lambda: group_kill(nginx))
         self.proxy_url = f"http://{listen}"
         self.proxy_ws_url = f"ws://{listen}"
         import httpx
