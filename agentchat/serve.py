@@ -84,6 +84,12 @@ def _daphne_cli(ready_fd: int | None) -> Any:
             if ready_fd is not None:
                 kwargs["ready_callable"] = self._ready_soon
             super().__init__(*args, **kwargs)
+            self.ports: list[Any] = []
+            reactor.callWhenRunning(reactor.callLater, 0, _drain_on_sigterm, self)
+
+        def listen_success(self, port: Any) -> None:
+            self.ports.append(port)
+            super().listen_success(port)
 
         def _ready_soon(self) -> None:
             # Daphne calls this with the sockets bound and just before it runs the reactor.
@@ -93,6 +99,69 @@ def _daphne_cli(ready_fd: int | None) -> Any:
         server_class = ReadyServer
 
     return Cli()
+
+
+STOP_GRACE = float(os.environ.get("AGENTCHAT_STOP_GRACE_SECONDS", "10"))
+STOP_POLL = 0.05
+WS_STOPPING = 4503  # the close code of a websocket when its server stops: reconnect with since
+
+
+def _drain_on_sigterm(server: Any) -> None:
+    """SIGTERM drains the process instead of cutting every connection (daphne's own handler,
+    replaced here once the reactor runs): stop listening (a proxy's next connect goes to
+    another process), answer the parked waits 503 with Retry-After (``core.live.stopping``),
+    close websockets with 4503 and end SSE streams (the clients reconnect with their cursor),
+    let the requests in flight finish for at most AGENTCHAT_STOP_GRACE_SECONDS, then stop as
+    daphne does (what is still running then is cancelled)."""
+    from daphne.ws_protocol import WebSocketProtocol
+    from twisted.internet import reactor as twisted_reactor
+
+    from agentchat.core.live.stopping import stopping_begin
+
+    reactor: Any = twisted_reactor  # typed as IReactorTime alone
+
+    log = logging.getLogger("agentchat.serve")
+    state = {"deadline": 0.0}
+
+    def running() -> list[Any]:
+        return [
+            protocol
+            for protocol, details in list(server.connections.items())
+            if (app := details.get("application_instance")) is not None and not app.done()
+        ]
+
+    def streams_end() -> None:
+        for protocol in running():
+            if isinstance(protocol, WebSocketProtocol):
+                if protocol.state == protocol.STATE_OPEN:
+                    protocol.sendClose(code=WS_STOPPING, reason="server stopping")
+            elif getattr(protocol, "startedWriting", False):
+                kind = protocol.responseHeaders.getRawHeaders(b"content-type") or [b""]
+                if kind[0].startswith(b"text/event-stream"):
+                    protocol.loseConnection()
+
+    def settle() -> None:
+        left = running()
+        if not left or time.monotonic() >= state["deadline"]:
+            log.info("stopping with %d request(s) still running", len(left))
+            reactor.stop()
+            return
+        streams_end()  # a stream may have begun meanwhile
+        reactor.callLater(STOP_POLL, settle)
+
+    def drain() -> None:
+        if state["deadline"]:
+            reactor.stop()  # a second SIGTERM: stop now
+            return
+        state["deadline"] = time.monotonic() + STOP_GRACE
+        log.info("SIGTERM: draining (%d connection(s))", len(server.connections))
+        for port in server.ports:
+            port.stopListening()
+        stopping_begin()
+        streams_end()
+        reactor.callLater(STOP_POLL, settle)
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: reactor.callFromThread(drain))
 
 
 def pin_to_one_cpu(choice: str, port: int) -> int | None:

@@ -211,6 +211,7 @@ class Client:
         timeout: float | None = None,
         raw: bool = False,
         expect: Any = None,
+        retry: bool = False,
     ) -> Any:
         """Send one request; ``path`` is under ``/api/v1/`` unless it starts with ``/``.
 
@@ -223,7 +224,12 @@ class Client:
         followed; a non-JSON answer where JSON is asked for; JSON of another shape than
         ``expect``), ``SERVER_UNREACHABLE`` / ``SERVER_TIMEOUT`` (``transient``) when no
         answer came in time, ``INVALID_TEXT`` for an argument that is not valid text (it is
-        never sent)."""
+        never sent).
+
+        ``retry``: what is transient but the deadline (a connection refused or dropped, a 502
+        or 504 of a proxy whose server went away, a 503) is sent again with the backoff while
+        the call has time left: for a request that is idempotent, such as a post with its
+        ``id`` (a deploy roll loses and doubles nothing)."""
         full = path if path.startswith("/") else API_ROOT + path
         content = None
         headers = {"Accept": accept}
@@ -251,7 +257,8 @@ class Client:
                 # was not run at all: retried, with the backoff, while the call has time left
                 # for another try.
                 busy = error.status == 429 and error.code == BUSY
-                if not busy or deadline - time.monotonic() <= backoff.delay:
+                again = retry and error.transient and error.code != "SERVER_TIMEOUT"
+                if not (busy or again) or deadline - time.monotonic() <= backoff.delay:
                     raise
                 backoff.sleep()
         if expect is not None:

@@ -23,6 +23,7 @@ from agentchat.core.http.pages import limit_parse
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
+from agentchat.core.live.stopping import stopping, stopping_refusal, stopping_wait
 from agentchat.core.rules.validation import number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
@@ -50,7 +51,9 @@ class WaitEndpoint:
 
     While parked it holds no thread and no database connection. A client that disconnects ends
     the wait at once and moves nothing, even when its page is being read on a database thread
-    at that moment (``abandoned``).
+    at that moment (``abandoned``). So does the server stopping (``agentchat.core.live.
+    stopping``), which answers 503 ``SERVICE_UNAVAILABLE`` with ``Retry-After``: the proxy or
+    the client sends the wait again to another process.
     """
 
     @classmethod
@@ -75,6 +78,8 @@ class WaitEndpoint:
             channel = await run_db(
                 channel_get, scope["url_route"]["kwargs"]["name"], viewer=agent.name
             )
+            if stopping():
+                raise stopping_refusal()
         except Exception as exc:
             await failure_send(send, exc, log=logger, what="wait failed before parking")
             return
@@ -98,16 +103,22 @@ class WaitEndpoint:
             )
         )
         gone = asyncio.ensure_future(disconnected(receive))
+        stop = asyncio.ensure_future(stopping_wait())
         try:
-            await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({waiting, gone, stop}, return_when=asyncio.FIRST_COMPLETED)
             if answered.is_set() and not waiting.done():
                 await asyncio.wait({waiting})  # sent: let it leave the layer
         finally:
             if not waiting.done():
                 # First: a cursor move already on a database thread must not commit.
                 abandoned.set()
-            for task in (waiting, gone):
+            for task in (waiting, gone, stop):
                 task.cancel()
+        stopped = stop.done() and not stop.cancelled() and not gone.done() and stopping()
+        if stopped and not answered.is_set() and (not waiting.done() or waiting.cancelled()):
+            # The server stops: no answer yet, no cursor moved; the client sends it again.
+            await failure_send(send, stopping_refusal(), log=logger, what="wait stopped")
+            return
         if not waiting.done() or waiting.cancelled() or answered.is_set():
             return  # the client went away, or it has its answer
         error = waiting.exception()

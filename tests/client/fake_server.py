@@ -21,7 +21,9 @@ ENDLESS_CHUNK = 64 * 1024  # bytes of one write of an endless answer
 class Fake:
     """``routes[(method, path)]`` (path under ``/api/v1/``, no query): the JSON body answered
     (status 200), or ``(status, body)``, or a list of those answered in turn (the last one
-    for every request after). Unknown routes: 404 with an AgentChat error body.
+    for every request after); ``None`` in such a list closes the connection without an
+    answer (a server process that went away mid-request). Unknown routes: 404 with an
+    AgentChat error body.
     ``drip``: every answer is sent a byte every ``DRIP_EVERY`` seconds, headers included.
     ``endless``: every answer is a JSON body that never ends (no Content-Length), sent as fast
     as the client reads it; ``sent`` counts its bytes."""
@@ -32,9 +34,11 @@ class Fake:
     sent: int = 0
     url: str = ""
     seen: list[tuple[str, str]] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)  # of every request, in turn
     stop: threading.Event = field(default_factory=threading.Event)
 
     def answer(self, method: str, path: str) -> tuple[int, bytes]:
+        """(status, body); (0, b"") for no answer at all."""
         self.seen.append((method, path))
         key = (method, path.removeprefix("/api/v1/"))
         if key not in self.routes:
@@ -43,6 +47,8 @@ class Fake:
         found = self.routes[key]
         if isinstance(found, list):
             found = found.pop(0) if len(found) > 1 else found[0]
+        if found is None:
+            return 0, b""
         status, body = found if isinstance(found, tuple) else (200, found)
         if isinstance(body, bytes):
             return status, body
@@ -62,11 +68,13 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
+            fake.bodies.append(self.rfile.read(length) if length else b"")
             if fake.endless:
                 return self._endless()
             status, body = fake.answer(self.command, urlsplit(self.path).path)
+            if status == 0:  # no answer: the connection closes
+                self.close_connection = True
+                return
             head = (
                 f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n"

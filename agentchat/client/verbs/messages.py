@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import uuid
 from collections.abc import Iterable
 from itertools import takewhile
 from pathlib import PurePosixPath
@@ -110,7 +111,10 @@ def _recipients(to: str | None) -> list[str]:
 
 
 def cmd_post(client: Client, args: argparse.Namespace) -> None:
+    # An id of the client's own: a post retried after a dropped connection or a 502/503 (a
+    # server process stopped in a deploy roll) answers 200 with the first one, stored once.
     payload: dict[str, Any] = {
+        "id": f"msg_{uuid.uuid4().hex}",  # the form of the ids the server makes
         "title": args.title,
         "body": _body(args),
         "to": _recipients(args.to),
@@ -121,7 +125,12 @@ def cmd_post(client: Client, args: argparse.Namespace) -> None:
     if args.reply is not None:
         payload["reply_to"] = args.reply
     answer = client.request(
-        "POST", chan(args) + "messages/", json=payload, raw=args.json, expect=shapes.MESSAGE
+        "POST",
+        chan(args) + "messages/",
+        json=payload,
+        raw=args.json,
+        expect=shapes.MESSAGE,
+        retry=True,
     )
     if args.json:
         return out_json(answer)
