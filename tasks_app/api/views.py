@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -13,10 +14,12 @@ from rest_framework.views import APIView
 
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
+from agentchat.core.http.fence import FENCE_PARAMETER, FenceCheckOutput
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest, sender_check
+from agentchat.core.rules.fence import fence_body_parse, fence_query_parse
 from channels_app.models import Channel
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
@@ -49,6 +52,8 @@ VALUES = (
 LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANSITION")
 # An owned, unleased task: only its owner, its creator or the channel's maintainer change it.
 OWNED = ("TASK_NOT_OWNER",)
+# A holder's mutation carrying the fence it holds (agentchat.core.rules.fence).
+FENCED = ("INVALID_FENCE", "STALE_FENCE")
 
 
 def _task_response(task: Task, status: int = http.HTTP_200_OK) -> Response:
@@ -181,76 +186,91 @@ class _TaskActionApi(APIView):
         )
 
 
-class TaskClaimApi(_TaskActionApi):
-    body = s.LeaseDurationInput
+def _lease_action(
+    name: str,
+    service: Callable[..., Task],
+    *,
+    operation: str,
+    summary: str,
+    body: type[StrictSerializer],
+    codes: tuple[str, ...],
+    duration: bool = False,
+    fence: bool = True,
+) -> type[_TaskActionApi]:
+    """A lease verb's view: ``body`` checked, then ``service`` called with the duration
+    (``duration``) and the fence the caller holds (``fence``: a holder's mutation)."""
 
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_claim(
-            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
+    class LeaseActionApi(_TaskActionApi):
+        def perform(
+            self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]
+        ) -> Task:
+            arguments: dict[str, Any] = {}
+            if fence:
+                arguments["fence"] = fence_body_parse(data)
+            if duration:
+                arguments["duration"] = s.LeaseDurationInput.parse(data)
+            return service(channel=channel, task_id=task_id, actor=actor, **arguments)
+
+        @extend_schema(
+            tags=TAG,
+            operation_id=operation,
+            summary=summary,
+            request=body,
+            responses=s.TaskOutput,
+            extensions=raises(*LEASE_INPUT, *TASK, *codes),
         )
+        @query_parameters()
+        def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+            return self.act(request, name, task_id)
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_claim",
-        summary="Claim a ready task under a lease (posts lease.claimed)",
-        request=s.LeaseDurationInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT,
-            *TASK,
-            "LEASE_INVALID_DURATION",
-            "LEASE_CONFLICT",
-            "LEASE_RECOVERY_REQUIRED",
-            "TASK_INVALID_TRANSITION",
-            "TASK_DEPENDENCY_NOT_READY",
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+    LeaseActionApi.body = body
+    LeaseActionApi.__name__ = LeaseActionApi.__qualname__ = name
+    return LeaseActionApi
 
 
-class TaskRenewApi(_TaskActionApi):
-    body = s.LeaseDurationInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_renew(
-            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
-        )
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_renew",
-        summary="Renew the caller's unexpired lease (posts lease.renewed)",
-        request=s.LeaseDurationInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskDoneApi(_TaskActionApi):
-    body = s.LeaseEmptyInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_complete(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_done",
-        summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
-        "in_progress -> done (task.updated, lease_fallback complete)",
-        request=s.LeaseEmptyInput,
-        responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+TaskClaimApi = _lease_action(
+    "TaskClaimApi",
+    services.lease_claim,
+    operation="task_claim",
+    summary="Claim a ready task under a lease, with the task's next fence (posts lease.claimed)",
+    body=s.LeaseClaimInput,
+    duration=True,
+    fence=False,
+    codes=(
+        "LEASE_INVALID_DURATION",
+        "LEASE_CONFLICT",
+        "LEASE_RECOVERY_REQUIRED",
+        "TASK_INVALID_TRANSITION",
+        "TASK_DEPENDENCY_NOT_READY",
+    ),
+)
+TaskRenewApi = _lease_action(
+    "TaskRenewApi",
+    services.lease_renew,
+    operation="task_renew",
+    summary="Renew the caller's unexpired lease, keeping its fence (posts lease.renewed)",
+    body=s.LeaseDurationInput,
+    duration=True,
+    codes=(*FENCED, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"),
+)
+TaskDoneApi = _lease_action(
+    "TaskDoneApi",
+    services.lease_complete,
+    operation="task_done",
+    summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
+    "in_progress -> done (task.updated, lease_fallback complete)",
+    body=s.LeaseEmptyInput,
+    codes=(*FENCED, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
+)
+TaskReleaseApi = _lease_action(
+    "TaskReleaseApi",
+    services.lease_release,
+    operation="task_release",
+    summary="Release a task to open: clears the caller's lease (lease.released), or a "
+    "plain transition (task.updated, lease_fallback release)",
+    body=s.LeaseEmptyInput,
+    codes=(*FENCED, *LEASED, *OWNED),
+)
 
 
 class TaskBlockApi(_TaskActionApi):
@@ -266,26 +286,6 @@ class TaskBlockApi(_TaskActionApi):
         request=s.TaskBlockInput,
         responses=s.TaskOutput,
         extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskReleaseApi(_TaskActionApi):
-    body = s.LeaseEmptyInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_release(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_release",
-        summary="Release a task to open: clears the caller's lease (lease.released), or a "
-        "plain transition (task.updated, lease_fallback release)",
-        request=s.LeaseEmptyInput,
-        responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
     )
     @query_parameters()
     def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
@@ -337,3 +337,25 @@ class TaskRecoverPendingApi(APIView):
     def post(self, request: AgentRequest, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
         services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))
+
+
+class TaskFenceApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_fence_check",
+        summary="Whether a fence is the task's current one (for a third system: a CI job, a "
+        "deploy script)",
+        description="`state` is `current` when `fence` is the fence of the task's live, "
+        "unexpired lease; `expired` when it is the task's latest fence but that lease expired "
+        "or ended; `stale` for any other value (a newer claim or recovery happened). Readable "
+        "by the channel's members, as the task is.",
+        responses=FenceCheckOutput,
+        extensions=raises("INVALID_FENCE", "TASK_INVALID_ID", "TASK_NOT_FOUND"),
+    )
+    @query_parameters(FENCE_PARAMETER)
+    def get(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        fence = fence_query_parse(request.query_params.get("fence"))
+        task = selectors.task_get(
+            channel=channel_get(name, viewer=request.user.name), task_id=task_id
+        )
+        return Response(selectors.task_fence_state(task, fence))
