@@ -69,6 +69,12 @@ def lock_to_dict(lock: PathLock) -> dict[str, Any]:
     }
 
 
+def lock_api_dict(lock: PathLock) -> dict[str, Any]:
+    """A lock as the API answers it: the record (``lock_to_dict``, the folder's) and its
+    ``fence`` after it (docs/locks.md, "Fencing tokens")."""
+    return {**lock_to_dict(lock), "fence": lock.fence}
+
+
 def lock_file_bytes(record: dict[str, Any]) -> bytes:
     """``locks/<lock_id>.json`` as the reference writes it, from ``lock_to_dict``'s record."""
     text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

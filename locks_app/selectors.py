@@ -106,7 +106,7 @@ def lock_page(
         size=LOCK_SIZE,
         window=pages.PageWindow(after, limit),
         load=_locks_loaded,
-        render=records.lock_to_dict,
+        render=records.lock_api_dict,
         plan_first=pages.LIST_LIMIT_MAX + 1,  # sizes of short text columns: one planning query
     )
 

@@ -29,7 +29,6 @@ from agentchat.core.rules.records import Duration
 from channels_app.selectors import channel_get
 from locks_app import records, selectors, services
 from locks_app.api import serializers as s
-from locks_app.models import PathLock
 
 # The codes the views raise, in groups the operations share (statuses and meanings come from
 # the error table: agentchat.core.http.schema).
@@ -58,11 +57,6 @@ UNLOCK_FENCE = OpenApiParameter(
     f"STALE_FENCE (ASCII digits from 0 to {FENCE_MAX}, else INVALID_FENCE)",
 )
 FENCED = ("INVALID_FENCE", "STALE_FENCE")
-
-
-def _answer(lock: PathLock) -> dict[str, Any]:
-    """A lock's API answer: its record (the reference's) and its fence."""
-    return {**records.lock_to_dict(lock), "fence": lock.fence}
 
 
 def _unlock_fence(request: AgentRequest) -> int | None:
@@ -122,7 +116,7 @@ class LockListCreateApi(LockApiView):
             paths=selectors.lock_paths_parse(data["paths"]),
             lease_seconds=Duration.parse(data["lease_seconds"]),
         )
-        return Response(_answer(lock), status=http.HTTP_201_CREATED)
+        return Response(records.lock_api_dict(lock), status=http.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="locks_unlock_by_path",
@@ -187,7 +181,7 @@ class LockDetailApi(LockApiView):
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
         )
-        return Response(_answer(lock))
+        return Response(records.lock_api_dict(lock))
 
     @extend_schema(
         operation_id="locks_unlock",
@@ -224,7 +218,7 @@ def _recovered(
         lock_id=lock_id,
         path=path,
     )
-    return Response(_answer(lock))
+    return Response(records.lock_api_dict(lock))
 
 
 class LockRecoverApi(LockApiView):
