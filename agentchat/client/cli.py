@@ -109,7 +109,7 @@ def _lease_flag(parser: argparse.ArgumentParser, what: str = "lease") -> None:
 def _fence_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fence",
-        type=int,
+        type=fence.fence_value,
         default=None,
         help="the fence you hold: refused (STALE_FENCE) when it is no longer current",
     )

@@ -35,6 +35,13 @@ def cmd_fence_check(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK if body["state"] == "current" else EXIT_NOT_CURRENT
 
 
+def fence_value(text: str) -> int:
+    """A fence on the command line: ASCII digits only (``int`` would take ``١`` or `` 1``)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 19):
+        raise argparse.ArgumentTypeError(f"not a fence (ASCII digits): {text!r}")
+    return int(text)
+
+
 def register(sub: Any, json_flag: Any) -> None:
     """``agentchat fence check CHANNEL (--task ID | --lock PATH) --fence F``."""
     fence = sub.add_parser("fence", help="fencing tokens of leases and locks")
@@ -48,4 +55,4 @@ def register(sub: Any, json_flag: Any) -> None:
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--task", help="task id")
     target.add_argument("--lock", help="an exact normalized path or pattern of the lock")
-    p.add_argument("--fence", type=int, required=True, help="the fence to judge")
+    p.add_argument("--fence", type=fence_value, required=True, help="the fence to judge")
