@@ -139,7 +139,7 @@ def test_lock_posts_a_path_locked_audit_like_the_reference(alice, review):
     assert message.status == "path.locked"
     assert message.title == f"path.locked {record['lock_id']}"
     payload = json.loads(message.body)
-    assert REFERENCE_LOCKED_KEYS == sorted(json.loads(REFERENCE_LOCKED_BODY))
+    assert sorted(json.loads(REFERENCE_LOCKED_BODY)) == REFERENCE_LOCKED_KEYS
     assert sorted(payload) == sorted([*REFERENCE_LOCKED_KEYS, "fence"])
     assert HEX32.match(payload["transaction_id"])
     expected = {

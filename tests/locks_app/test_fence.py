@@ -51,9 +51,7 @@ def test_fences_grow_per_channel_across_locks_owners_and_recoveries(alice, bob, 
     assert LockFence.objects.get(channel=review).last_fence == 4
 
 
-def test_an_unlock_with_a_stale_fence_is_refused_before_the_owner_check(
-    alice, bob, review, clock
-):
+def test_an_unlock_with_a_stale_fence_is_refused_before_the_owner_check(alice, bob, review, clock):
     first = lock(alice, "src/a.py", lease_seconds=5)
     clock.advance(6)
     r = alice.post(f"{LOCKS}{first['lock_id']}/recover/", {"reason": "me again"}, format="json")

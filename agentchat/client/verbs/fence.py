@@ -36,7 +36,7 @@ def cmd_fence_check(client: Client, args: argparse.Namespace) -> int:
 
 
 def fence_value(text: str) -> int:
-    """A fence on the command line: ASCII digits only (``int`` would take ``١`` or `` 1``)."""
+    """A fence on the command line: ASCII digits only (``int`` takes other digits and spaces)."""
     if not (text.isascii() and text.isdigit() and len(text) <= 19):
         raise argparse.ArgumentTypeError(f"not a fence (ASCII digits): {text!r}")
     return int(text)

@@ -48,7 +48,7 @@ def fence_query_parse(raw: str | None) -> int:
         raise AppError(
             "INVALID_FENCE", "name the fence to check: ?fence=<integer>", detail={"field": FIELD}
         )
-    return int_parse(raw, field=FIELD, code="INVALID_FENCE", maximum=FENCE_MAX)
+    return int_parse(raw, field=FIELD, code="INVALID_FENCE", maximum=FENCE_MAX, default=0)
 
 
 def fence_check(given: int | None, current: int, *, subject: dict[str, Any]) -> None:
