@@ -47,7 +47,7 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.fence import fence_check
 from agentchat.core.rules.names import check_agent_name
 from agentchat.core.rules.paths import safe_text
-from agentchat.core.rules.records import Duration, expiry_after, is_expired
+from agentchat.core.rules.records import Duration, expiry_after, is_expired, seen_changed
 from agentchat.core.rules.validation import reason_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
@@ -210,11 +210,8 @@ def _entries_create(lock: PathLock, entries: Sequence[PathEntry]) -> None:
 
 
 def _seen_check(lock: PathLock, owner: str | None, expires_at: datetime | None) -> None:
-    """The admin's compare-and-set: act only on the lock as it was shown (owner and expiry),
-    not on whoever holds it by the time the form is posted. Raises PATH_LOCK_CONFLICT."""
-    if owner is None and expires_at is None:
-        return
-    if (lock.owner, lock.expires_at) != (owner, expires_at):
+    """``seen_changed`` of the lock. Raises PATH_LOCK_CONFLICT."""
+    if seen_changed((lock.owner, lock.expires_at), owner, expires_at):
         raise AppError(
             "PATH_LOCK_CONFLICT",
             f"lock {lock.lock_id} changed since it was shown: now owned by {lock.owner}, "

@@ -292,6 +292,11 @@ def _duration(data: dict[str, Any]) -> Parsed[timedelta]:
 class LeaseClaimInput(LeaseInput):
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
 
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Parsed[timedelta]:
+        """As ``LeaseDurationInput.parse``."""
+        return _duration(data)
+
 
 class LeaseDurationInput(LeaseInput):
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)

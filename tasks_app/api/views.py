@@ -20,7 +20,6 @@ from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest, sender_check
 from agentchat.core.rules.fence import fence_body_parse, fence_query_parse
-from channels_app.models import Channel
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
@@ -169,74 +168,71 @@ class TaskDetailApi(APIView):
 
 
 # A verb on the task named in the path, by the caller: the body checked by ``body``, the
-# channel looked up, then ``perform`` parses the body (``body.parse``) and calls the service;
-# the task as it is after is the answer. (A comment, not a docstring: a view's docstring would
-# become every operation's description.)
+# channel looked up, then ``arguments`` parses the body into the service's keyword arguments
+# (a duration, a reason, the fence the caller holds) and the service is called; the task as it
+# is after is the answer. (A comment, not a docstring: a view's docstring would become every
+# operation's description.)
 class _TaskActionApi(APIView):
     body: type[StrictSerializer]
+    service: Callable[..., Task]
+    arguments: Callable[[dict[str, Any]], dict[str, Any]]
 
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        raise NotImplementedError
-
-    def act(self, request: AgentRequest, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = self.body.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
-        return _task_response(
-            self.perform(channel=channel, task_id=task_id, actor=request.user.name, data=data)
+        arguments = type(self).arguments(data)
+        task = type(self).service(
+            channel=channel, task_id=task_id, actor=request.user.name, **arguments
         )
+        return _task_response(task)
 
 
-def _lease_action(
+def _task_action(
     name: str,
     service: Callable[..., Task],
     *,
+    arguments: Callable[[dict[str, Any]], dict[str, Any]] = lambda data: {},
     operation: str,
     summary: str,
     body: type[StrictSerializer],
     codes: tuple[str, ...],
-    duration: bool = False,
-    fence: bool = True,
 ) -> type[_TaskActionApi]:
-    """A lease verb's view: ``body`` checked, then ``service`` called with the duration
-    (``duration``) and the fence the caller holds (``fence``: a holder's mutation)."""
+    """The view of a task verb (the module's comment above ``_TaskActionApi``)."""
 
-    class LeaseActionApi(_TaskActionApi):
-        def perform(
-            self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]
-        ) -> Task:
-            arguments: dict[str, Any] = {}
-            if fence:
-                arguments["fence"] = fence_body_parse(data)
-            if duration:
-                arguments["duration"] = s.LeaseDurationInput.parse(data)
-            return service(channel=channel, task_id=task_id, actor=actor, **arguments)
-
+    class TaskActionApi(_TaskActionApi):
         @extend_schema(
             tags=TAG,
             operation_id=operation,
             summary=summary,
             request=body,
             responses=s.TaskOutput,
-            extensions=raises(*LEASE_INPUT, *TASK, *codes),
+            extensions=raises(*codes),
         )
         @query_parameters()
         def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-            return self.act(request, name, task_id)
+            return super().post(request, name, task_id)
 
-    LeaseActionApi.body = body
-    LeaseActionApi.__name__ = LeaseActionApi.__qualname__ = name
-    return LeaseActionApi
+    TaskActionApi.body = body
+    TaskActionApi.service = staticmethod(service)
+    TaskActionApi.arguments = staticmethod(arguments)
+    TaskActionApi.__name__ = TaskActionApi.__qualname__ = name
+    return TaskActionApi
 
 
-TaskClaimApi = _lease_action(
+def _fenced(data: dict[str, Any]) -> dict[str, Any]:
+    return {"fence": fence_body_parse(data)}
+
+
+TaskClaimApi = _task_action(
     "TaskClaimApi",
     services.lease_claim,
+    arguments=lambda data: {"duration": s.LeaseClaimInput.parse(data)},
     operation="task_claim",
     summary="Claim a ready task under a lease, with the task's next fence (posts lease.claimed)",
     body=s.LeaseClaimInput,
-    duration=True,
-    fence=False,
     codes=(
+        *LEASE_INPUT,
+        *TASK,
         "LEASE_INVALID_DURATION",
         "LEASE_CONFLICT",
         "LEASE_RECOVERY_REQUIRED",
@@ -244,83 +240,63 @@ TaskClaimApi = _lease_action(
         "TASK_DEPENDENCY_NOT_READY",
     ),
 )
-TaskRenewApi = _lease_action(
+TaskRenewApi = _task_action(
     "TaskRenewApi",
     services.lease_renew,
+    arguments=lambda data: {**_fenced(data), "duration": s.LeaseDurationInput.parse(data)},
     operation="task_renew",
     summary="Renew the caller's unexpired lease, keeping its fence (posts lease.renewed)",
     body=s.LeaseDurationInput,
-    duration=True,
-    codes=(*FENCED, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"),
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"),
 )
-TaskDoneApi = _lease_action(
+TaskDoneApi = _task_action(
     "TaskDoneApi",
     services.lease_complete,
+    arguments=_fenced,
     operation="task_done",
     summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
     "in_progress -> done (task.updated, lease_fallback complete)",
     body=s.LeaseEmptyInput,
-    codes=(*FENCED, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
 )
-TaskReleaseApi = _lease_action(
+TaskBlockApi = _task_action(
+    "TaskBlockApi",
+    services.task_block,
+    operation="task_block",
+    summary="Block a task (posts task.updated); a leased task cannot be blocked",
+    body=s.TaskBlockInput,
+    codes=(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
+)
+TaskReleaseApi = _task_action(
     "TaskReleaseApi",
     services.lease_release,
+    arguments=_fenced,
     operation="task_release",
     summary="Release a task to open: clears the caller's lease (lease.released), or a "
     "plain transition (task.updated, lease_fallback release)",
     body=s.LeaseEmptyInput,
-    codes=(*FENCED, *LEASED, *OWNED),
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, *OWNED),
 )
-
-
-class TaskBlockApi(_TaskActionApi):
-    body = s.TaskBlockInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.task_block(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_block",
-        summary="Block a task (posts task.updated); a leased task cannot be blocked",
-        request=s.TaskBlockInput,
-        responses=s.TaskOutput,
-        extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskRecoverApi(_TaskActionApi):
-    body = s.LeaseRecoverInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_recover(
-            channel=channel, task_id=task_id, actor=actor, **s.LeaseRecoverInput.parse(data)
-        )
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_recover",
-        summary="Recover an expired lease: the caller becomes the owner (posts lease.recovered)",
-        request=s.LeaseRecoverInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT,
-            *TASK,
-            "LEASE_INVALID_REASON",
-            "LEASE_INVALID_DURATION",
-            "LEASE_INVALID_OWNER",
-            "LEASE_NOT_FOUND",
-            "LEASE_NOT_EXPIRED",
-            "TASK_INVALID_TRANSITION",
-            "TASK_DEPENDENCY_NOT_READY",
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+TaskRecoverApi = _task_action(
+    "TaskRecoverApi",
+    services.lease_recover,
+    arguments=lambda data: dict(s.LeaseRecoverInput.parse(data)),
+    operation="task_recover",
+    summary="Recover an expired lease: the caller becomes the owner, under the task's next "
+    "fence (posts lease.recovered)",
+    body=s.LeaseRecoverInput,
+    codes=(
+        *LEASE_INPUT,
+        *TASK,
+        "LEASE_INVALID_REASON",
+        "LEASE_INVALID_DURATION",
+        "LEASE_INVALID_OWNER",
+        "LEASE_NOT_FOUND",
+        "LEASE_NOT_EXPIRED",
+        "TASK_INVALID_TRANSITION",
+        "TASK_DEPENDENCY_NOT_READY",
+    ),
+)
 
 
 class TaskRecoverPendingApi(APIView):

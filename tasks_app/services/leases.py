@@ -25,7 +25,7 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.fence import fence_check
 from agentchat.core.rules.names import check_agent_name
 from agentchat.core.rules.parsed import Parsed
-from agentchat.core.rules.records import is_expired
+from agentchat.core.rules.records import is_expired, seen_changed
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors
@@ -280,6 +280,23 @@ def lease_renew(
     )
 
 
+def _lease_delete(lease: Lease) -> tuple[dict[str, Any], dict[str, Any]]:
+    """End ``lease`` (its row deleted): the history columns and audit details every ending
+    (done, release, force release) records, its owner and its expiry as they were."""
+    previous_expiry = lease.lease_expires_at
+    lease.delete()
+    history = {
+        "owner": lease.owner,
+        "lease_expires_at": None,
+        "previous_lease_expires_at": previous_expiry,
+    }
+    details = {
+        "lease_owner": lease.owner,
+        "previous_lease_expires_at": records.lease_ts(previous_expiry),
+    }
+    return history, details
+
+
 def _lease_end(
     *, channel: Channel, task_id: str, actor: str, status: str, fence: int | None
 ) -> Task:
@@ -312,20 +329,12 @@ def _lease_end(
             details={"lease_fallback": "complete" if completing else "release"},
             **write,
         )
-    previous_expiry = lease.lease_expires_at
-    lease.delete()
+    history, details = _lease_delete(lease)
     return _lease_write(
         task,
         event=LeaseHistory.Event.COMPLETED if completing else LeaseHistory.Event.RELEASED,
-        history={
-            "owner": lease.owner,
-            "lease_expires_at": None,
-            "previous_lease_expires_at": previous_expiry,
-        },
-        details={
-            "lease_owner": lease.owner,
-            "previous_lease_expires_at": records.lease_ts(previous_expiry),
-        },
+        history=history,
+        details=details,
         owner="",
         **write,
     )
@@ -352,11 +361,8 @@ def lease_release(*, channel: Channel, task_id: str, actor: str, fence: int | No
 
 
 def _seen_check(task: Task, lease: Lease, owner: str | None, expires_at: datetime | None) -> None:
-    """The admin's compare-and-set: act only on the lease as it was shown, not on whoever
-    holds it by the time the form is posted. Raises TASK_CONFLICT."""
-    if owner is None and expires_at is None:
-        return
-    if (lease.owner, lease.lease_expires_at) != (owner, expires_at):
+    """``seen_changed`` of the lease. Raises TASK_CONFLICT."""
+    if seen_changed((lease.owner, lease.lease_expires_at), owner, expires_at):
         raise AppError(
             "TASK_CONFLICT",
             f"the lease of task {task.task_id} changed since it was shown: now held by "
@@ -497,8 +503,7 @@ def lease_force_release(
 
     before = selectors.task_record(task)
     lease_as_it_was = selectors.lease_record(lease)
-    previous_expiry = lease.lease_expires_at
-    lease.delete()
+    history, details = _lease_delete(lease)
     return _lease_write(
         task,
         channel=channel,
@@ -506,19 +511,8 @@ def lease_force_release(
         now=now,
         before=before,
         event=LeaseHistory.Event.FORCE_RELEASED,
-        history={
-            "owner": lease.owner,
-            "lease_expires_at": None,
-            "previous_lease_expires_at": previous_expiry,
-            "recovery_reason": reason,
-        },
-        details={
-            "lease_owner": lease.owner,
-            "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "lease": lease_as_it_was,
-            "actor": actor,
-            "reason": reason,
-        },
+        history={**history, "recovery_reason": reason},
+        details={**details, "lease": lease_as_it_was, "actor": actor, "reason": reason},
         owner="",
         status=Status.OPEN,
         fence=task.fence + 1,  # whoever held it holds a stale fence from now on
