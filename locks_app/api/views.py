@@ -64,6 +64,22 @@ def _unlock_fence(request: AgentRequest) -> int | None:
     return None if raw is None else fence_query_parse(raw)
 
 
+def _path_parameter(description: str) -> OpenApiParameter:
+    return OpenApiParameter("path", openapi.WORKSPACE_PATH, required=True, description=description)
+
+
+def _path_given(request: AgentRequest, how: str, *, action: str) -> str:
+    """The ``path`` query parameter naming a lock. Raises PATH_LOCK_INVALID_PATH (none)."""
+    path = request.query_params.get("path")
+    if path is None:
+        raise AppError(
+            "PATH_LOCK_INVALID_PATH",
+            f"name the lock to {action}: {how}",
+            detail={"field": "path"},
+        )
+    return str(path)
+
+
 ADVISORY_HEADER = "AgentChat-Path-Locks"
 ADVISORY = "advisory: a lock stops no write; agents (and the git guard) check before they write"
 
@@ -124,23 +140,11 @@ class LockListCreateApi(LockApiView):
         responses={200: s.LockOutput},
         summary="Unlock the lock holding this exact normalized path (owner only)",
     )
-    @query_parameters(
-        OpenApiParameter(
-            "path",
-            openapi.WORKSPACE_PATH,
-            required=True,
-            description="an exact normalized path",
-        ),
-        UNLOCK_FENCE,
-    )
+    @query_parameters(_path_parameter("an exact normalized path"), UNLOCK_FENCE)
     def delete(self, request: AgentRequest, name: str) -> Response:
-        path = request.query_params.get("path")
-        if path is None:
-            raise AppError(
-                "PATH_LOCK_INVALID_PATH",
-                "name the lock to unlock: DELETE …/locks/<lock_id>/ or …/locks/?path=<path>",
-                detail={"field": "path"},
-            )
+        path = _path_given(
+            request, "DELETE …/locks/<lock_id>/ or …/locks/?path=<path>", action="unlock"
+        )
         fence = _unlock_fence(request)
         channel = channel_get(name, viewer=request.user.name)
         record = services.lock_release(
@@ -277,22 +281,10 @@ class LockFenceApi(LockApiView):
         "(a newer lock or recovery holds the path). Readable by the channel's members.",
     )
     @query_parameters(
-        OpenApiParameter(
-            "path",
-            openapi.WORKSPACE_PATH,
-            required=True,
-            description="an exact normalized path or pattern of the lock",
-        ),
-        FENCE_PARAMETER,
+        _path_parameter("an exact normalized path or pattern of the lock"), FENCE_PARAMETER
     )
     def get(self, request: AgentRequest, name: str) -> Response:
-        path = request.query_params.get("path")
-        if path is None:
-            raise AppError(
-                "PATH_LOCK_INVALID_PATH",
-                "name the lock to check: …/locks/fence/?path=<path>&fence=<fence>",
-                detail={"field": "path"},
-            )
+        path = _path_given(request, "…/locks/fence/?path=<path>&fence=<fence>", action="check")
         fence = fence_query_parse(request.query_params.get("fence"))
         channel = channel_get(name, viewer=request.user.name)
         return Response(selectors.lock_fence_state(channel=channel, path=path, fence=fence))
