@@ -7,7 +7,8 @@ which cannot import the server's table (it imports Django) and ships this module
 
 The families are the reference CLI's (REFERENCE-CLI §5): 1 for plain errors (every
 ``PATH_LOCK_*`` and ``STATE_*`` code among them), 2 for ``TASK_*``, ``LEASE_*``, ``EVENT_*`` and
-usage errors, 3 for a lost marker claim, 130 for Ctrl-C.
+usage errors, 3 for a lost marker claim, 130 for Ctrl-C; ours: 4 an ambiguous identity, 5 a
+fence that is not current (``agentchat fence check``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ EXIT_OK = 0
 EXIT_PLAIN = 1
 EXIT_USAGE = 2  # the reference's family of TASK_/LEASE_/EVENT_ codes and argument errors
 EXIT_CLAIM_LOST = 3
+# ``agentchat fence check``: the fence is not current (expired or stale). 4 is the EP-0118
+# verbs' ambiguous identity (``agentchat.client.errors``).
+EXIT_NOT_CURRENT = 5
 EXIT_INTERRUPTED = 130
 
 # Codes whose family is not their prefix's: argument errors of a seq, a wait's timeout, a cursor.

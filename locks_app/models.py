@@ -29,6 +29,10 @@ class PathLock(models.Model):
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
     # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
+    # The fencing token (docs/locks.md "Fencing tokens"): handed out by the channel's
+    # ``LockFence`` on the acquisition and on every recovery, so it only grows per lock (and
+    # per path: a later lock on the same path gets a later fence).
+    fence = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["channel_id", "lock_id"]
@@ -111,3 +115,21 @@ class PathLockEntry(models.Model):
 
     def __str__(self) -> str:
         return self.normalized_path
+
+
+class LockFence(models.Model):
+    """The last fence handed out to a path lock of the channel: lock rows are deleted on
+    release, so the counter lives here, one row per channel, taken with one
+    ``INSERT … ON CONFLICT … DO UPDATE … RETURNING`` inside the acquisition's transaction
+    (``locks_app.services.lock_fence_take``)."""
+
+    channel = models.OneToOneField(
+        Channel, on_delete=models.CASCADE, primary_key=True, related_name="lock_fence"
+    )
+    last_fence = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "path lock fence"
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}: {self.last_fence}"

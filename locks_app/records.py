@@ -69,6 +69,12 @@ def lock_to_dict(lock: PathLock) -> dict[str, Any]:
     }
 
 
+def lock_api_dict(lock: PathLock) -> dict[str, Any]:
+    """A lock as the API answers it: the record (``lock_to_dict``, the folder's) and its
+    ``fence`` after it (docs/locks.md, "Fencing tokens")."""
+    return {**lock_to_dict(lock), "fence": lock.fence}
+
+
 def lock_file_bytes(record: dict[str, Any]) -> bytes:
     """``locks/<lock_id>.json`` as the reference writes it, from ``lock_to_dict``'s record."""
     text = json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -98,12 +104,14 @@ def lock_audit_payload(
     previous: dict[str, Any] | None = None,
     actor: str | None = None,
     reason: str | None = None,
+    fence: int | None = None,
 ) -> dict[str, Any]:
     """The body of a lock mutation's audit message (see the module doc).
 
     ``record`` is the lock after the change (before it, for an unlock or a force release);
     ``previous`` the record before a recovery; ``actor`` is added when it is not the record's
-    owner, or always with ``reason`` (a force release).
+    owner, or always with ``reason`` (a force release); ``fence`` is the lock's fencing token
+    (docs/locks.md), which the reference's payload has no key for.
     """
     payload: dict[str, Any] = {
         "channel": record["channel"],
@@ -129,4 +137,6 @@ def lock_audit_payload(
         payload["actor"] = actor
     if reason is not None:
         payload["reason"] = reason
+    if fence is not None:
+        payload["fence"] = fence
     return payload

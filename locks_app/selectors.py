@@ -14,14 +14,16 @@ from django.db.models import F, IntegerField, OuterRef, Prefetch, QuerySet, Subq
 from agentchat.core.http import pages
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.fence import fence_state
 from agentchat.core.rules.names import record_id_check
 from agentchat.core.rules.paths import safe_text
+from agentchat.core.rules.records import is_expired
 from channels_app.models import Channel
 from locks_app import records
 from locks_app.bounds import conflicts_body, conflicts_listed
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
-from locks_app.models import PathLock, PathLockEntry
+from locks_app.models import LockFence, PathLock, PathLockEntry
 from locks_app.paths import (
     LockPaths,
     PathEntry,
@@ -104,7 +106,7 @@ def lock_page(
         size=LOCK_SIZE,
         window=pages.PageWindow(after, limit),
         load=_locks_loaded,
-        render=records.lock_to_dict,
+        render=records.lock_api_dict,
         plan_first=pages.LIST_LIMIT_MAX + 1,  # sizes of short text columns: one planning query
     )
 
@@ -234,3 +236,43 @@ def locks_among(channels: QuerySet[Channel], *, limit: int) -> list[PathLock]:
             :limit
         ]
     )
+
+
+def lock_fence_last(*, channel: Channel) -> int:
+    """The last fence handed out to a lock of the channel (0: none yet)."""
+    row = LockFence.objects.filter(channel=channel).values_list("last_fence", flat=True).first()
+    return row or 0
+
+
+def lock_fence_state(*, channel: Channel, path: str, fence: int) -> dict[str, Any]:
+    """Whether ``fence`` is current for the lock holding exactly ``path`` (as unlock names a
+    lock by path): the answer of ``GET …/locks/fence/`` (``agentchat.core.rules.fence``).
+    No lock holding the path: ``expired`` for a fence the channel handed out (its lock ended),
+    ``stale`` for one it never did. Raises PATH_LOCK_CONFLICT (several records hold it)."""
+    try:
+        lock: PathLock | None = lock_find_by_path(channel=channel, path=path)
+    except AppError as exc:
+        if exc.code != "PATH_LOCK_NOT_FOUND":
+            raise
+        lock = None
+    if lock is None:
+        issued = 0 < fence <= lock_fence_last(channel=channel)
+        return {
+            "path": path,
+            "lock_id": None,
+            "fence": None,
+            "checked": fence,
+            "state": "expired" if issued else "stale",
+            "owner": None,
+            "expires_at": None,
+        }
+    live = not is_expired(lock.expires_at)
+    return {
+        "path": path,
+        "lock_id": lock.lock_id,
+        "fence": lock.fence,
+        "checked": fence,
+        "state": fence_state(fence, lock.fence, live=live),
+        "owner": lock.owner,
+        "expires_at": records.lock_time(lock, "expires_at"),
+    }

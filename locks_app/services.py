@@ -39,14 +39,15 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.fence import fence_check
 from agentchat.core.rules.names import check_agent_name
 from agentchat.core.rules.paths import safe_text
-from agentchat.core.rules.records import Duration, expiry_after, is_expired
+from agentchat.core.rules.records import Duration, expiry_after, is_expired, seen_changed
 from agentchat.core.rules.validation import reason_check
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
@@ -62,7 +63,7 @@ from locks_app.bounds import (
 from locks_app.conflicts import ConflictScan
 from locks_app.globs import WorkBudget
 from locks_app.imports import LockImport
-from locks_app.models import PathLock, PathLockEntry
+from locks_app.models import LockFence, PathLock, PathLockEntry
 from locks_app.paths import (
     WORKSPACE,
     LockPaths,
@@ -108,27 +109,65 @@ def _conflict_error(pks: set[int], now: datetime, operation: str) -> AppError:
     return AppError("PATH_LOCK_CONFLICT", f"{operation} overlaps an active lock", detail=detail)
 
 
+def lock_fence_take(channel: Channel) -> int:
+    """The channel's next lock fence: one ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` on its
+    ``LockFence`` row, which also row-locks it until the transaction ends (PostgreSQL), so two
+    acquisitions never get one fence even without the channel lock. Call inside the
+    mutation's ``write_atomic()``."""
+    table = connection.ops.quote_name(LockFence._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (channel_id, last_fence) VALUES (%s, 1) "
+            f"ON CONFLICT (channel_id) DO UPDATE SET last_fence = {table}.last_fence + 1 "
+            "RETURNING last_fence",
+            [channel.pk],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def lock_fences_restore(*, channel: Channel, last: int) -> None:
+    """Raise the channel's lock fence counter to ``last`` and to the fence of every lock it
+    holds (never lowering it): the folder import's restore of what its sidecar kept
+    (``agentchat.folder.fences``). Call inside the import's transaction."""
+    held = PathLock.objects.filter(channel=channel).order_by("-fence").first()
+    at_least = max(last, held.fence if held is not None else 0)
+    if at_least <= 0:
+        return
+    table = connection.ops.quote_name(LockFence._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (channel_id, last_fence) VALUES (%s, %s) "
+            f"ON CONFLICT (channel_id) DO UPDATE SET last_fence = CASE WHEN "
+            f"{table}.last_fence < excluded.last_fence THEN excluded.last_fence "
+            f"ELSE {table}.last_fence END",
+            [channel.pk, at_least],
+        )
+
+
 def _audit(
     event: str,
-    record: dict[str, Any],
+    lock: PathLock,
     *,
     channel: Channel,
     actor: str,
+    record: dict[str, Any] | None = None,
     previous: dict[str, Any] | None = None,
     reason: str | None = None,
 ) -> None:
-    """Post the audit message of a mutation (REFERENCE-CLI §3.13), inside its transaction,
-    sent by ``actor`` (``records.lock_audit_payload`` says when it is named in the body)."""
+    """Post the audit message of a mutation of ``lock`` (REFERENCE-CLI §3.13; its record,
+    or ``record`` as it was before an unlock), inside its transaction, sent by ``actor``
+    (``records.lock_audit_payload`` says when it is named in the body), with its fence."""
     payload = records.lock_audit_payload(
         event,
-        record,
+        records.lock_to_dict(lock) if record is None else record,
         transaction_id=uuid.uuid4().hex,
         previous=previous,
         actor=actor,
         reason=reason,
+        fence=lock.fence,
     )
     audit_post(
-        channel=channel, actor=actor, event=event, subject=record["lock_id"], payload=payload
+        channel=channel, actor=actor, event=event, subject=payload["lock_id"], payload=payload
     )
 
 
@@ -171,11 +210,8 @@ def _entries_create(lock: PathLock, entries: Sequence[PathEntry]) -> None:
 
 
 def _seen_check(lock: PathLock, owner: str | None, expires_at: datetime | None) -> None:
-    """The admin's compare-and-set: act only on the lock as it was shown (owner and expiry),
-    not on whoever holds it by the time the form is posted. Raises PATH_LOCK_CONFLICT."""
-    if owner is None and expires_at is None:
-        return
-    if (lock.owner, lock.expires_at) != (owner, expires_at):
+    """``seen_changed`` of the lock. Raises PATH_LOCK_CONFLICT."""
+    if seen_changed((lock.owner, lock.expires_at), owner, expires_at):
         raise AppError(
             "PATH_LOCK_CONFLICT",
             f"lock {lock.lock_id} changed since it was shown: now owned by {lock.owner}, "
@@ -200,7 +236,7 @@ def lock_acquire(
     lease_seconds: Duration = DEFAULT_DURATION,
 ) -> PathLock:
     """Lock ``paths`` (all or none; parsed at the boundary by ``selectors.lock_paths_parse``)
-    for ``owner`` for ``lease_seconds``; posts ``path.locked``.
+    for ``owner`` for ``lease_seconds``, under the channel's next fence; posts ``path.locked``.
 
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_PATTERN_TOO_COMPLEX (comparing the paths with the
     held ones takes more than the request's work budget has left), PATH_LOCK_CONFLICT (overlap
@@ -233,10 +269,11 @@ def lock_acquire(
             expires_at=expires_at,
             locked_at=now,
             updated_at=now,
+            fence=lock_fence_take(channel),
         )
         _entries_create(lock, entries)
         lock = _reload(lock)
-        _audit(EVENT_LOCKED, records.lock_to_dict(lock), channel=channel, actor=owner)
+        _audit(EVENT_LOCKED, lock, channel=channel, actor=owner)
     return lock
 
 
@@ -253,19 +290,27 @@ def _target(channel: Channel, lock_id: str | None, path: str | None) -> PathLock
 
 
 def lock_release(
-    *, channel: Channel, owner: str, lock_id: str | None = None, path: str | None = None
+    *,
+    channel: Channel,
+    owner: str,
+    lock_id: str | None = None,
+    path: str | None = None,
+    fence: int | None = None,
 ) -> dict[str, Any]:
     """Unlock a lock named by id or by one of its exact normalized paths; only its owner may,
-    expired or not. Removes the whole record and posts ``path.lock.unlocked`` with the record as
-    it was, which is returned.
+    expired or not, and only with the lock's fence when it sends one. Removes the whole
+    record and posts ``path.lock.unlocked`` with the record as it was, which is returned
+    with the lock's ``fence``.
 
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND,
-    PATH_LOCK_CONFLICT (a path held by several records), PATH_LOCK_OWNER_MISMATCH.
+    PATH_LOCK_CONFLICT (a path held by several records), STALE_FENCE (before the owner is
+    judged), PATH_LOCK_OWNER_MISMATCH.
     """
     lock_owner_check(owner)
     with write_atomic():
         channel_lock(channel)
         lock = _target(channel, lock_id, path)
+        fence_check(fence, lock.fence, subject={"lock_id": lock.lock_id})
         if lock.owner != owner:
             raise AppError(
                 "PATH_LOCK_OWNER_MISMATCH",
@@ -276,8 +321,8 @@ def lock_release(
         deleted, _ = PathLock.objects.filter(pk=lock.pk, owner=owner).delete()
         if not deleted:  # compare-and-set, as in lock_recover
             raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
-        _audit(EVENT_UNLOCKED, record, channel=channel, actor=owner)
-    return record
+        _audit(EVENT_UNLOCKED, lock, record=record, channel=channel, actor=owner)
+    return {**record, "fence": lock.fence}
 
 
 def _entries_scan(channel: Channel, lock: PathLock, budget: WorkBudget) -> ConflictScan:
@@ -300,10 +345,10 @@ def lock_recover(
     expected_expires_at: datetime | None = None,
 ) -> PathLock:
     """Give an expired lock to ``owner`` with a fresh lease, keeping its id and paths and
-    recording the previous owner, previous expiry and the reason; posts
-    ``path.lock.recovered``, sent by ``actor`` (default: the owner; an admin recovering for
-    someone passes ``admin_actor``, and the payload then names them as ``"actor"``). Anyone
-    may recover, the previous owner included.
+    recording the previous owner, previous expiry and the reason, under the channel's next
+    fence; posts ``path.lock.recovered``, sent by ``actor`` (default: the owner; an admin
+    recovering for someone passes ``admin_actor``, and the payload then names them as
+    ``"actor"``). Anyone may recover, the previous owner included.
 
     Raises PATH_LOCK_INVALID_OWNER, PATH_LOCK_INVALID_REASON (checked before expiry, as in the
     reference), PATH_LOCK_INVALID_LOCK_ID, PATH_LOCK_NOT_FOUND, PATH_LOCK_NOT_STALE (still
@@ -362,17 +407,12 @@ def lock_recover(
             previous_owner=lock.owner,
             previous_expires_at=lock.expires_at,
             recovery_reason=reason,
+            fence=lock_fence_take(channel),
         )
         if updated != 1:
             raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
         lock = _reload(lock)
-        _audit(
-            EVENT_RECOVERED,
-            records.lock_to_dict(lock),
-            channel=channel,
-            actor=actor,
-            previous=previous,
-        )
+        _audit(EVENT_RECOVERED, lock, channel=channel, actor=actor, previous=previous)
     return lock
 
 
@@ -405,17 +445,23 @@ def lock_force_release(
         ).delete()
         if not deleted:
             raise AppError("PATH_LOCK_CONFLICT", f"lock {lock.lock_id} changed concurrently")
-        _audit(EVENT_FORCE_RELEASED, record, channel=channel, actor=actor, reason=reason)
+        lock_fence_take(channel)  # a later lock on these paths gets a later fence, as ever
+        _audit(
+            EVENT_FORCE_RELEASED, lock, record=record, channel=channel, actor=actor, reason=reason
+        )
     return record
 
 
-def locks_import(*, channel: Channel, locks: Sequence[LockImport]) -> None:
+def locks_import(
+    *, channel: Channel, locks: Sequence[LockImport], fences: dict[str, int] | None = None
+) -> None:
     """Store a channel's path locks as ``locks_app.imports`` checked them (each record, and no
     overlap between them), in the caller's transaction (the folder import's), with the
     entries' index keys written as every lock's are (``_entry_row``). No audit message is
     posted: the folder's own are imported as they are. Raises PATH_LOCK_CONFLICT (a lock of
     the channel exists already), PATH_LOCK_TOO_MANY_PATTERNS."""
     _root_patterns_check(channel, [entry for lock in locks for entry in lock.entries])
+    fences = fences or {}
     try:
         with transaction.atomic():
             # SQLite and PostgreSQL return the new keys from a bulk insert.
@@ -432,6 +478,7 @@ def locks_import(*, channel: Channel, locks: Sequence[LockImport]) -> None:
                         previous_expires_at=lock.times["previous_expires_at"],
                         recovery_reason=lock.recovery_reason,
                         spellings=lock.spellings,
+                        fence=fences.get(lock.lock_id, 0),
                     )
                     for lock in locks
                 ],

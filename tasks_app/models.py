@@ -59,6 +59,10 @@ class Task(models.Model):
     spellings = models.JSONField(default=dict, blank=True)
     # Bumped by every write: services update with ``revision=<read value>`` (compare-and-set).
     revision = models.PositiveIntegerField(default=1)
+    # The fencing token (docs/tasks.md "Fencing tokens"): 0 before any claim, one more on every
+    # claim and recovery (an agent's, an admin's, a force release), kept by a renew. It only
+    # grows, across owners; a mutation carrying an older one is refused (STALE_FENCE).
+    fence = models.PositiveBigIntegerField(default=0)
     # Not a field: the dependency links selectors.task_links loaded, kept once loaded.
     links: list[TaskDependency]
 
@@ -117,6 +121,8 @@ class Lease(models.Model):
     # Times as an imported folder spelled them (``{field: text}``), re-emitted while they still
     # name the stored instant (``agentchat.core.rules.records.ts_spelled``).
     spellings = models.JSONField(default=dict, blank=True)
+    # The task's fence this lease was granted under (``Task.fence`` at its claim or recovery).
+    fence = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["lease_expires_at"]

@@ -11,7 +11,9 @@ from django.db.models import F, IntegerField, OuterRef, QuerySet, Subquery, Sum
 from agentchat.core.http import pages
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.fence import fence_state
 from agentchat.core.rules.names import RECORD_ID_RE, check_agent_name
+from agentchat.core.rules.records import is_expired
 from channels_app.models import Channel
 from tasks_app import records
 from tasks_app.models import TASK_ID_MAX, Lease, LeaseHistory, Task, TaskDependency
@@ -217,9 +219,27 @@ def task_to_dict(task: Task) -> dict[str, Any]:
     blocked_by = task_blocked_by(task)
     return {
         **task_record(task),
+        "fence": task.fence,
         "lease": lease_record(lease) if lease else None,
         "ready": not blocked_by,
         "blocked_by": blocked_by,
+    }
+
+
+def task_fence_state(task: Task, fence: int) -> dict[str, Any]:
+    """Whether ``fence`` is the task's current one (``agentchat.core.rules.fence``): the
+    answer of ``GET …/tasks/<id>/fence/``."""
+    lease = task_lease(task)
+    live = (
+        lease is not None and lease.fence == task.fence and not is_expired(lease.lease_expires_at)
+    )
+    return {
+        "task_id": task.task_id,
+        "fence": task.fence,
+        "checked": fence,
+        "state": fence_state(fence, task.fence, live=live),
+        "owner": lease.owner if lease else None,
+        "expires_at": records.lease_ts(lease.lease_expires_at) if lease else None,
     }
 
 

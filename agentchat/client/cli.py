@@ -15,7 +15,8 @@ per family), and everything they print is terminal-safe (``agentchat.client.safe
 
 Exit status: 0 success; 1 plain errors (no server, a call past its deadline, an answer of the
 wrong shape, AUTH_*, CHANNEL_*, SENDER_MISMATCH, PATH_LOCK_*, STATE_*); 2 usage errors,
-TASK_*, LEASE_*, EVENT_* and a wait that timed out; 3 a lost marker claim; 130 Ctrl-C. Errors
+TASK_*, LEASE_*, EVENT_* and a wait that timed out; 3 a lost marker claim; 5 ``fence check``
+of a fence that is not current; 130 Ctrl-C. Errors
 are one stderr line, ``agentchat: CODE: message``. ``--json`` prints the REST body as the server
 sent it (a list that takes several pages: its items in one body; what a terminal would act on
 JSON-escaped, the same JSON).
@@ -32,7 +33,17 @@ from agentchat.client import extra_commands
 from agentchat.client.api import Client
 from agentchat.client.config import config_load
 from agentchat.client.errors import EXIT_INTERRUPTED, EXIT_USAGE, ClientError
-from agentchat.client.verbs import Command, direct, inbox, locks, messages, signals, state, tasks
+from agentchat.client.verbs import (
+    Command,
+    direct,
+    fence,
+    inbox,
+    locks,
+    messages,
+    signals,
+    state,
+    tasks,
+)
 
 EVENT_TYPES = ("capability", "status")
 EVENT_STATUSES = ("ready", "busy", "idle", "blocked", "stopped")
@@ -92,6 +103,15 @@ def _lease_flag(parser: argparse.ArgumentParser, what: str = "lease") -> None:
         type=float,
         default=300.0,
         help=f"duration of the {what} in seconds (default 300)",
+    )
+
+
+def _fence_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fence",
+        type=fence.fence_value,
+        default=None,
+        help="the fence you hold: refused (STALE_FENCE) when it is no longer current",
     )
 
 
@@ -170,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     channel_arg(p)
     p.add_argument("target", help="lock id or exact normalized path")
     p.add_argument(*as_names, dest="owner", help="agent (default: the token's)")
+    _fence_flag(p)
 
     p = command("recover", locks.cmd_recover, "recover an expired path lock")
     channel_arg(p)
@@ -216,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     _task_parsers(sub)
     inbox.register(command)  # HTTP v1: inbox, monitor
     direct.register(sub, _json_flag)  # send, receipt, contacts: HTTP v1 direct messages
+    fence.register(sub, _json_flag)  # fence check: is a fence still current
     signals.register(command)  # the EP-0118 verbs (list-agents, signal, read-signals, …)
     # mcp, hook and guard: their own modules, loaded only when they run (options.run).
     extra_commands.register(sub)
@@ -282,6 +304,8 @@ def _task_parsers(sub: Any) -> None:
             _lease_flag(p)
         if reason:
             p.add_argument("--reason", required=True)
+        if name in ("renew", "done", "release"):
+            _fence_flag(p)
 
     p = command("recover-pending", tasks.cmd_task_recover_pending, "nothing is ever pending")
     actor(p)

@@ -231,6 +231,11 @@ TO = {
     "or [] = everyone",
     "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
 }
+FENCE = {
+    "type": "integer",
+    "minimum": 0,
+    "description": "the fence you were given; refused (STALE_FENCE) when no longer current",
+}
 TASK_FIELDS: dict[str, dict[str, Any]] = {
     "owner": _str("an agent name"),
     "depends_on": _strs("ids of tasks this one needs done first"),
@@ -364,22 +369,23 @@ TOOLS: list[Tool] = [
     ),
     Tool(
         "task_claim",
-        "Claim a ready task under a lease: it becomes in_progress with you as owner. An "
+        "Claim a ready task under a lease: it becomes in_progress with you as owner; the "
+        "answer's `fence` is your fencing token (send it with renew/done/release). An "
         "expired lease is never claimed over (LEASE_RECOVERY_REQUIRED: use task_recover).",
         _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID, lease_seconds=LEASE),
         _lease_action("claim", "lease_seconds"),
     ),
     Tool(
         "task_renew",
-        "Renew your unexpired lease on a task.",
-        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID, lease_seconds=LEASE),
-        _lease_action("renew", "lease_seconds"),
+        "Renew your unexpired lease on a task (its fence stays the same).",
+        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID, lease_seconds=LEASE, fence=FENCE),
+        _lease_action("renew", "lease_seconds", "fence"),
     ),
     Tool(
         "task_done",
         "Complete a task you hold (or move an unleased in_progress task to done).",
-        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID),
-        _lease_action("done"),
+        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID, fence=FENCE),
+        _lease_action("done", "fence"),
     ),
     Tool(
         "task_block",
@@ -390,8 +396,8 @@ TOOLS: list[Tool] = [
     Tool(
         "task_release",
         "Release your lease on a task: it goes back to open.",
-        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID),
-        _lease_action("release"),
+        _obj(["channel", "id"], channel=CHANNEL, id=TASK_ID, fence=FENCE),
+        _lease_action("release", "fence"),
     ),
     Tool(
         "task_recover",
@@ -408,7 +414,8 @@ TOOLS: list[Tool] = [
     ),
     Tool(
         "lock",
-        "Lock workspace paths (all or none) for a lease. " + ADVISORY,
+        "Lock workspace paths (all or none) for a lease; the answer's `fence` is the lock's "
+        "fencing token. " + ADVISORY,
         _obj(["channel", "paths"], channel=CHANNEL, paths=PATHS, lease_seconds=LEASE),
         lock,
     ),

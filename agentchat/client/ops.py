@@ -43,7 +43,7 @@ WS_MAX_FRAME = 16 * 1024 * 1024
 # A lock target that may be a lock id: the server's record id rule. ``check`` and ``recover``
 # name operations on a channel's locks, so the API cannot address a lock by those ids.
 LOCK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-LOCK_OPERATIONS = frozenset({"check", "recover"})
+LOCK_OPERATIONS = frozenset({"check", "fence", "recover"})
 T = TypeVar("T")
 
 

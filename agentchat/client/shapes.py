@@ -140,6 +140,7 @@ TASK = {
     "lease_expires_at": Opt(TEXT),
     "branch": Opt(TEXT),
     "updated_at": Opt(TEXT),
+    "fence": Opt(int),
 }
 TASKS = {"tasks": [TASK], "more": Opt((bool, None)), "next": Opt(object)}
 LOCK_PATHS = [{"normalized_path": str, "display_path": Opt(TEXT)}]
@@ -150,6 +151,15 @@ LOCK = {
     "paths": LOCK_PATHS,
     "previous_owner": Opt(TEXT),
     "recovery_reason": Opt(TEXT),
+    "fence": Opt(int),
+}
+# GET …/tasks/<id>/fence/ and …/locks/fence/ (docs/tasks.md, "Fencing tokens").
+FENCE_CHECK = {
+    "fence": (int, None),
+    "checked": int,
+    "state": str,
+    "owner": Opt(TEXT),
+    "expires_at": Opt(TEXT),
 }
 CONFLICT = {
     "lock_id": str,

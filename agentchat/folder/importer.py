@@ -32,6 +32,8 @@ from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.names import check_channel_name, is_agent_name
 from agentchat.core.rules.records import ts_parse
 from agentchat.folder import reading
+from agentchat.folder.fences import CODE as FENCES_CODE
+from agentchat.folder.fences import FENCES_FILE, Fences, fences_parse
 from agentchat.folder.message_file import (  # noqa: F401 (the import's public names)
     DIGITS,
     SENDER_MAX,
@@ -177,6 +179,7 @@ class ChannelPlan:
     tasks: list[TaskImport] = field(default_factory=list)
     leases: list[LeaseImport] = field(default_factory=list)
     locks: list[LockImport] = field(default_factory=list)
+    fences: Fences = field(default_factory=Fences)
     message_ids: set[str] = field(default_factory=set)
     cache: dict[int, ImportedMessage] = field(default_factory=dict)
 
@@ -324,6 +327,10 @@ def channel_plan(root: Dir, name: str, cache_budget: list[int] | None = None) ->
         _markers_read(plan, channel_dir, listing, senders)
         _tasks_read(plan, channel_dir)
         _locks_read(plan, channel_dir)
+        if reading.stat_key(channel_dir, FENCES_FILE) is not None:
+            raw, _ = reading.file_read(channel_dir, FENCES_FILE, limit=RECORD_MAX_BYTES)
+            where = channel_dir.child(FENCES_FILE)
+            plan.fences = fences_parse(json_record(raw, where, FENCES_CODE), where=where)
     return plan
 
 

@@ -26,8 +26,8 @@ from channels_app.services import (
     messages_import,
     presence_import,
 )
-from locks_app.services import locks_import
-from tasks_app.services import tasks_import
+from locks_app.services import lock_fences_restore, locks_import
+from tasks_app.services import task_fences_restore, tasks_import
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,9 @@ def folder_import(*, root: Path, channel: str | None = None) -> list[ChannelImpo
             cursors_import(channel=row, cursors=plan.cursors)
             markers_import(channel=row, claims=plan.markers)
             tasks_import(channel=row, tasks=plan.tasks, leases=plan.leases)
-            locks_import(channel=row, locks=plan.locks)
+            task_fences_restore(channel=row, fences=plan.fences.tasks)
+            locks_import(channel=row, locks=plan.locks, fences=plan.fences.locks)
+            lock_fences_restore(channel=row, last=plan.fences.lock_fence)
             done.append(
                 ChannelImported(
                     name=plan.name,

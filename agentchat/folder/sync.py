@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentchat.core.rules.errors import AppError
+from agentchat.folder.fences import FENCES_FILE, Fences, fences_bytes
 from agentchat.folder.files import Files, is_temp_name
 from agentchat.folder.render import (
     CLAIMS_DIR,
@@ -80,7 +81,7 @@ from channels_app.selectors import (
     message_iter_after,
     message_list_among,
 )
-from locks_app.selectors import lock_iter_for_channel
+from locks_app.selectors import lock_fence_last, lock_iter_for_channel
 from tasks_app.selectors import task_depends_on, task_lease, tasks_iter
 
 SYNC_DIR = ".agentchat-sync"
@@ -93,7 +94,7 @@ RECORD_CHUNK = 500
 SEQ_MAX = 2**63 - 1
 SUBDIRS = (CURSORS_DIR, TASKS_DIR, CLAIMS_DIR, LOCKS_DIR)
 # The entries of a channel folder that are not messages.
-_KNOWN = {META_FILE, STATE_FILE, *LOCK_FILES, *SUBDIRS}
+_KNOWN = {META_FILE, STATE_FILE, FENCES_FILE, *LOCK_FILES, *SUBDIRS}
 
 
 class Progress(Protocol):
@@ -339,6 +340,7 @@ class _ChannelSync:
         self.report = ChannelReport(channel.name)
         self.wanted: set[str] = set()  # the records' relative paths written this sync
         self.markers_found: set[str] = set()  # claimed-marker files the listing saw
+        self.fences = Fences()  # the sidecar's (``agentchat.folder.fences``)
 
     def _count(self) -> None:
         self.report.written = self.files.written
@@ -465,6 +467,12 @@ class _ChannelSync:
             self._put(rel, data, PLAIN_MODE, report.cursors, rel.rpartition("/")[2][:-4])
         self._tasks()
         self._locks()
+        self.fences.lock_fence = lock_fence_last(channel=self.channel)
+        sidecar = fences_bytes(self.fences)
+        if sidecar is not None:
+            self._put(FENCES_FILE, sidecar, RECORD_MODE, report.other, FENCES_FILE)
+        elif self.files.remove(self.folder / FENCES_FILE):
+            report.other.add(FENCES_FILE)
         self._markers()
         markdown = snapshot_markdown_latest(self.channel)
         if markdown is not None:
@@ -478,6 +486,8 @@ class _ChannelSync:
         # time.
         for task in tasks_iter(channel=self.channel, chunk_size=RECORD_CHUNK):
             lease = task_lease(task)
+            if task.fence:
+                self.fences.tasks[task.task_id] = task.fence
             rel, data = task_file(
                 task, channel=self.name, depends_on=task_depends_on(task), lease=lease
             )
@@ -489,6 +499,8 @@ class _ChannelSync:
     def _locks(self) -> None:
         for lock in lock_iter_for_channel(channel=self.channel, chunk_size=RECORD_CHUNK):
             rel, data = lock_file(lock)
+            if lock.fence:
+                self.fences.locks[lock.lock_id] = lock.fence
             self._put(rel, data, RECORD_MODE, self.report.locks, lock.lock_id)
 
     def _markers(self) -> None:

@@ -111,6 +111,11 @@ class LockOutput(serializers.Serializer):
     previous_owner = serializers.CharField(allow_null=True)
     recovery_reason = serializers.CharField(allow_null=True)
     updated_at = serializers.CharField()
+    fence = serializers.IntegerField(
+        required=False,
+        help_text="the fencing token: handed out by the channel on the lock's acquisition and "
+        "each recovery (not in the folder's record)",
+    )
 
 
 class LockListOutput(PageOutput):

@@ -6,8 +6,9 @@ from locks_app.api import views
 
 urlpatterns = [
     path("channels/<str:name>/locks/", views.LockListCreateApi.as_view(), name="lock-list"),
-    # Before <lock_id>/ so that "check" and "recover" are never taken for lock ids.
+    # Before <lock_id>/ so that "check", "fence" and "recover" are never taken for lock ids.
     path("channels/<str:name>/locks/check/", views.LockCheckApi.as_view(), name="lock-check"),
+    path("channels/<str:name>/locks/fence/", views.LockFenceApi.as_view(), name="lock-fence"),
     path(
         "channels/<str:name>/locks/recover/",
         views.LockRecoverByPathApi.as_view(),

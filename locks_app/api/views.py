@@ -19,10 +19,12 @@ from rest_framework.views import APIView
 
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
+from agentchat.core.http.fence import FENCE_PARAMETER, FENCE_SCHEMA, FenceCheckOutput
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.fence import FENCE_MAX, fence_query_parse
 from agentchat.core.rules.records import Duration
 from channels_app.selectors import channel_get
 from locks_app import records, selectors, services
@@ -45,6 +47,37 @@ RECOVER_CODES = (
     *HELD,
     *CAPPED,
 )
+
+
+# The optional fence of an unlock (a query parameter: DELETE has no body).
+UNLOCK_FENCE = OpenApiParameter(
+    "fence",
+    FENCE_SCHEMA,
+    description="optional: the lock's fence the caller holds; not the current one: 409 "
+    f"STALE_FENCE (ASCII digits from 0 to {FENCE_MAX}, else INVALID_FENCE)",
+)
+FENCED = ("INVALID_FENCE", "STALE_FENCE")
+
+
+def _unlock_fence(request: AgentRequest) -> int | None:
+    raw = request.query_params.get("fence")
+    return None if raw is None else fence_query_parse(raw)
+
+
+def _path_parameter(description: str) -> OpenApiParameter:
+    return OpenApiParameter("path", openapi.WORKSPACE_PATH, required=True, description=description)
+
+
+def _path_given(request: AgentRequest, how: str, *, action: str) -> str:
+    """The ``path`` query parameter naming a lock. Raises PATH_LOCK_INVALID_PATH (none)."""
+    path = request.query_params.get("path")
+    if path is None:
+        raise AppError(
+            "PATH_LOCK_INVALID_PATH",
+            f"name the lock to {action}: {how}",
+            detail={"field": "path"},
+        )
+    return str(path)
 
 
 ADVISORY_HEADER = "AgentChat-Path-Locks"
@@ -99,32 +132,24 @@ class LockListCreateApi(LockApiView):
             paths=selectors.lock_paths_parse(data["paths"]),
             lease_seconds=Duration.parse(data["lease_seconds"]),
         )
-        return Response(records.lock_to_dict(lock), status=http.HTTP_201_CREATED)
+        return Response(records.lock_api_dict(lock), status=http.HTTP_201_CREATED)
 
     @extend_schema(
         operation_id="locks_unlock_by_path",
-        extensions=raises("PATH_LOCK_INVALID_PATH", *OWNED),
+        extensions=raises("PATH_LOCK_INVALID_PATH", *OWNED, *FENCED),
         responses={200: s.LockOutput},
         summary="Unlock the lock holding this exact normalized path (owner only)",
     )
-    @query_parameters(
-        OpenApiParameter(
-            "path",
-            openapi.WORKSPACE_PATH,
-            required=True,
-            description="an exact normalized path",
-        )
-    )
+    @query_parameters(_path_parameter("an exact normalized path"), UNLOCK_FENCE)
     def delete(self, request: AgentRequest, name: str) -> Response:
-        path = request.query_params.get("path")
-        if path is None:
-            raise AppError(
-                "PATH_LOCK_INVALID_PATH",
-                "name the lock to unlock: DELETE …/locks/<lock_id>/ or …/locks/?path=<path>",
-                detail={"field": "path"},
-            )
+        path = _path_given(
+            request, "DELETE …/locks/<lock_id>/ or …/locks/?path=<path>", action="unlock"
+        )
+        fence = _unlock_fence(request)
         channel = channel_get(name, viewer=request.user.name)
-        record = services.lock_release(channel=channel, owner=request.user.name, path=path)
+        record = services.lock_release(
+            channel=channel, owner=request.user.name, path=path, fence=fence
+        )
         return Response(record)
 
 
@@ -160,18 +185,21 @@ class LockDetailApi(LockApiView):
         lock = selectors.lock_get(
             channel=channel_get(name, viewer=request.user.name), lock_id=lock_id
         )
-        return Response(records.lock_to_dict(lock))
+        return Response(records.lock_api_dict(lock))
 
     @extend_schema(
         operation_id="locks_unlock",
-        extensions=raises("PATH_LOCK_INVALID_LOCK_ID", *OWNED),
+        extensions=raises("PATH_LOCK_INVALID_LOCK_ID", *OWNED, *FENCED),
         responses={200: s.LockOutput},
         summary="Unlock (owner only, even when expired)",
     )
-    @query_parameters()
+    @query_parameters(UNLOCK_FENCE)
     def delete(self, request: AgentRequest, name: str, lock_id: str) -> Response:
+        fence = _unlock_fence(request)
         channel = channel_get(name, viewer=request.user.name)
-        record = services.lock_release(channel=channel, owner=request.user.name, lock_id=lock_id)
+        record = services.lock_release(
+            channel=channel, owner=request.user.name, lock_id=lock_id, fence=fence
+        )
         return Response(record)
 
 
@@ -194,7 +222,7 @@ def _recovered(
         lock_id=lock_id,
         path=path,
     )
-    return Response(records.lock_to_dict(lock))
+    return Response(records.lock_api_dict(lock))
 
 
 class LockRecoverApi(LockApiView):
@@ -237,3 +265,26 @@ class LockRecoverByPathApi(LockApiView):
                 detail={"field": "path"},
             )
         return _recovered(request, name, data, path=path)
+
+
+class LockFenceApi(LockApiView):
+    @extend_schema(
+        operation_id="locks_fence_check",
+        extensions=raises("INVALID_FENCE", "PATH_LOCK_INVALID_PATH", "PATH_LOCK_CONFLICT"),
+        responses=FenceCheckOutput,
+        summary="Whether a fence is current for the lock holding this exact path (for a third "
+        "system: a CI job, a deploy script)",
+        description="`state` is `current` when `fence` is the fence of the unexpired lock "
+        "holding `path` (an exact normalized path or pattern, as unlock names a lock); "
+        "`expired` when it is that lock's fence but the lock expired, or no lock holds the "
+        "path now and the channel handed that fence out (its lock ended); `stale` otherwise "
+        "(a newer lock or recovery holds the path). Readable by the channel's members.",
+    )
+    @query_parameters(
+        _path_parameter("an exact normalized path or pattern of the lock"), FENCE_PARAMETER
+    )
+    def get(self, request: AgentRequest, name: str) -> Response:
+        path = _path_given(request, "…/locks/fence/?path=<path>&fence=<fence>", action="check")
+        fence = fence_query_parse(request.query_params.get("fence"))
+        channel = channel_get(name, viewer=request.user.name)
+        return Response(selectors.lock_fence_state(channel=channel, path=path, fence=fence))

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypedDict, cast
 from rest_framework import serializers
 
 from agentchat.core.http import schema as openapi
+from agentchat.core.http.fence import FenceField
 from agentchat.core.http.pages import PageOutput
 from agentchat.core.http.rest import RawJSONField, StrictSerializer
 from agentchat.core.rules.errors import AppError
@@ -277,7 +278,9 @@ class TaskBlockInput(TaskInput):
 
 
 class LeaseEmptyInput(LeaseInput):
-    """No body (or an empty object)."""
+    """No body (or an empty object), or only the fence the caller holds."""
+
+    fence = FenceField()
 
 
 def _duration(data: dict[str, Any]) -> Parsed[timedelta]:
@@ -286,8 +289,18 @@ def _duration(data: dict[str, Any]) -> Parsed[timedelta]:
     return lease_duration_parse(data.get("lease_seconds", DEFAULT_LEASE_SECONDS))
 
 
+class LeaseClaimInput(LeaseInput):
+    lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> Parsed[timedelta]:
+        """As ``LeaseDurationInput.parse``."""
+        return _duration(data)
+
+
 class LeaseDurationInput(LeaseInput):
     lease_seconds = RawNumberField(required=False, help_text=LEASE_SECONDS_HELP)
+    fence = FenceField()
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> Parsed[timedelta]:
@@ -366,6 +379,9 @@ class TaskRecordOutput(serializers.Serializer[Any]):
 
 
 class TaskOutput(TaskRecordOutput):
+    fence = serializers.IntegerField(
+        help_text="the fencing token: 0 before any claim, one more on every claim and recovery"
+    )
     lease = LeaseOutput(allow_null=True, help_text="the active claim, expired or not")
     ready = serializers.BooleanField(help_text="every dependency is done")
     blocked_by = BlockedByOutput(many=True, help_text="dependencies not done")

@@ -21,4 +21,5 @@ urlpatterns = [
     path(TASK + "block/", views.TaskBlockApi.as_view(), name="task-block"),
     path(TASK + "release/", views.TaskReleaseApi.as_view(), name="task-release"),
     path(TASK + "recover/", views.TaskRecoverApi.as_view(), name="task-recover"),
+    path(TASK + "fence/", views.TaskFenceApi.as_view(), name="task-fence"),
 ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponse
@@ -13,11 +14,12 @@ from rest_framework.views import APIView
 
 from agentchat.core.http import pages
 from agentchat.core.http import schema as openapi
+from agentchat.core.http.fence import FENCE_PARAMETER, FenceCheckOutput
 from agentchat.core.http.query import query_parameters
 from agentchat.core.http.rest import StrictSerializer
 from agentchat.core.http.schema import raises
 from agentchat.core.identity.auth import AgentRequest, sender_check
-from channels_app.models import Channel
+from agentchat.core.rules.fence import fence_body_parse, fence_query_parse
 from channels_app.selectors import channel_get
 from tasks_app import selectors, services
 from tasks_app.api import serializers as s
@@ -49,6 +51,8 @@ VALUES = (
 LEASED = ("LEASE_OWNER_MISMATCH", "LEASE_RECOVERY_REQUIRED", "TASK_INVALID_TRANSITION")
 # An owned, unleased task: only its owner, its creator or the channel's maintainer change it.
 OWNED = ("TASK_NOT_OWNER",)
+# A holder's mutation carrying the fence it holds (agentchat.core.rules.fence).
+FENCED = ("INVALID_FENCE", "STALE_FENCE")
 
 
 def _task_response(task: Task, status: int = http.HTTP_200_OK) -> Response:
@@ -164,163 +168,135 @@ class TaskDetailApi(APIView):
 
 
 # A verb on the task named in the path, by the caller: the body checked by ``body``, the
-# channel looked up, then ``perform`` parses the body (``body.parse``) and calls the service;
-# the task as it is after is the answer. (A comment, not a docstring: a view's docstring would
-# become every operation's description.)
+# channel looked up, then ``arguments`` parses the body into the service's keyword arguments
+# (a duration, a reason, the fence the caller holds) and the service is called; the task as it
+# is after is the answer. (A comment, not a docstring: a view's docstring would become every
+# operation's description.)
 class _TaskActionApi(APIView):
     body: type[StrictSerializer]
+    service: Callable[..., Task]
+    arguments: Callable[[dict[str, Any]], dict[str, Any]]
 
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        raise NotImplementedError
-
-    def act(self, request: AgentRequest, name: str, task_id: str) -> Response:
+    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
         data = self.body.validate_input(request.data)
         channel = channel_get(name, viewer=request.user.name)
-        return _task_response(
-            self.perform(channel=channel, task_id=task_id, actor=request.user.name, data=data)
+        arguments = type(self).arguments(data)
+        task = type(self).service(
+            channel=channel, task_id=task_id, actor=request.user.name, **arguments
         )
+        return _task_response(task)
 
 
-class TaskClaimApi(_TaskActionApi):
-    body = s.LeaseDurationInput
+def _task_action(
+    name: str,
+    service: Callable[..., Task],
+    *,
+    arguments: Callable[[dict[str, Any]], dict[str, Any]] = lambda data: {},
+    operation: str,
+    summary: str,
+    body: type[StrictSerializer],
+    codes: tuple[str, ...],
+) -> type[_TaskActionApi]:
+    """The view of a task verb (the module's comment above ``_TaskActionApi``)."""
 
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_claim(
-            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
+    class TaskActionApi(_TaskActionApi):
+        @extend_schema(
+            tags=TAG,
+            operation_id=operation,
+            summary=summary,
+            request=body,
+            responses=s.TaskOutput,
+            extensions=raises(*codes),
         )
+        @query_parameters()
+        def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
+            return super().post(request, name, task_id)
 
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_claim",
-        summary="Claim a ready task under a lease (posts lease.claimed)",
-        request=s.LeaseDurationInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT,
-            *TASK,
-            "LEASE_INVALID_DURATION",
-            "LEASE_CONFLICT",
-            "LEASE_RECOVERY_REQUIRED",
-            "TASK_INVALID_TRANSITION",
-            "TASK_DEPENDENCY_NOT_READY",
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+    TaskActionApi.body = body
+    TaskActionApi.service = staticmethod(service)
+    TaskActionApi.arguments = staticmethod(arguments)
+    TaskActionApi.__name__ = TaskActionApi.__qualname__ = name
+    return TaskActionApi
 
 
-class TaskRenewApi(_TaskActionApi):
-    body = s.LeaseDurationInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_renew(
-            channel=channel, task_id=task_id, actor=actor, duration=s.LeaseDurationInput.parse(data)
-        )
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_renew",
-        summary="Renew the caller's unexpired lease (posts lease.renewed)",
-        request=s.LeaseDurationInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT, *TASK, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+def _fenced(data: dict[str, Any]) -> dict[str, Any]:
+    return {"fence": fence_body_parse(data)}
 
 
-class TaskDoneApi(_TaskActionApi):
-    body = s.LeaseEmptyInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_complete(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_done",
-        summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
-        "in_progress -> done (task.updated, lease_fallback complete)",
-        request=s.LeaseEmptyInput,
-        responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskBlockApi(_TaskActionApi):
-    body = s.TaskBlockInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.task_block(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_block",
-        summary="Block a task (posts task.updated); a leased task cannot be blocked",
-        request=s.TaskBlockInput,
-        responses=s.TaskOutput,
-        extensions=raises(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskReleaseApi(_TaskActionApi):
-    body = s.LeaseEmptyInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_release(channel=channel, task_id=task_id, actor=actor)
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_release",
-        summary="Release a task to open: clears the caller's lease (lease.released), or a "
-        "plain transition (task.updated, lease_fallback release)",
-        request=s.LeaseEmptyInput,
-        responses=s.TaskOutput,
-        extensions=raises(*LEASE_INPUT, *TASK, *LEASED, *OWNED),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
-
-
-class TaskRecoverApi(_TaskActionApi):
-    body = s.LeaseRecoverInput
-
-    def perform(self, *, channel: Channel, task_id: str, actor: str, data: dict[str, Any]) -> Task:
-        return services.lease_recover(
-            channel=channel, task_id=task_id, actor=actor, **s.LeaseRecoverInput.parse(data)
-        )
-
-    @extend_schema(
-        tags=TAG,
-        operation_id="task_recover",
-        summary="Recover an expired lease: the caller becomes the owner (posts lease.recovered)",
-        request=s.LeaseRecoverInput,
-        responses=s.TaskOutput,
-        extensions=raises(
-            *LEASE_INPUT,
-            *TASK,
-            "LEASE_INVALID_REASON",
-            "LEASE_INVALID_DURATION",
-            "LEASE_INVALID_OWNER",
-            "LEASE_NOT_FOUND",
-            "LEASE_NOT_EXPIRED",
-            "TASK_INVALID_TRANSITION",
-            "TASK_DEPENDENCY_NOT_READY",
-        ),
-    )
-    @query_parameters()
-    def post(self, request: AgentRequest, name: str, task_id: str) -> Response:
-        return self.act(request, name, task_id)
+TaskClaimApi = _task_action(
+    "TaskClaimApi",
+    services.lease_claim,
+    arguments=lambda data: {"duration": s.LeaseClaimInput.parse(data)},
+    operation="task_claim",
+    summary="Claim a ready task under a lease, with the task's next fence (posts lease.claimed)",
+    body=s.LeaseClaimInput,
+    codes=(
+        *LEASE_INPUT,
+        *TASK,
+        "LEASE_INVALID_DURATION",
+        "LEASE_CONFLICT",
+        "LEASE_RECOVERY_REQUIRED",
+        "TASK_INVALID_TRANSITION",
+        "TASK_DEPENDENCY_NOT_READY",
+    ),
+)
+TaskRenewApi = _task_action(
+    "TaskRenewApi",
+    services.lease_renew,
+    arguments=lambda data: {**_fenced(data), "duration": s.LeaseDurationInput.parse(data)},
+    operation="task_renew",
+    summary="Renew the caller's unexpired lease, keeping its fence (posts lease.renewed)",
+    body=s.LeaseDurationInput,
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, "LEASE_INVALID_DURATION", "LEASE_NOT_FOUND"),
+)
+TaskDoneApi = _task_action(
+    "TaskDoneApi",
+    services.lease_complete,
+    arguments=_fenced,
+    operation="task_done",
+    summary="Complete a task: clears the caller's lease (lease.completed), or a plain "
+    "in_progress -> done (task.updated, lease_fallback complete)",
+    body=s.LeaseEmptyInput,
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, *OWNED, "TASK_DEPENDENCY_NOT_READY"),
+)
+TaskBlockApi = _task_action(
+    "TaskBlockApi",
+    services.task_block,
+    operation="task_block",
+    summary="Block a task (posts task.updated); a leased task cannot be blocked",
+    body=s.TaskBlockInput,
+    codes=(*INPUT, *TASK, *LEASED, *OWNED, "LEASE_MUTATION_REQUIRED"),
+)
+TaskReleaseApi = _task_action(
+    "TaskReleaseApi",
+    services.lease_release,
+    arguments=_fenced,
+    operation="task_release",
+    summary="Release a task to open: clears the caller's lease (lease.released), or a "
+    "plain transition (task.updated, lease_fallback release)",
+    body=s.LeaseEmptyInput,
+    codes=(*LEASE_INPUT, *TASK, *FENCED, *LEASED, *OWNED),
+)
+TaskRecoverApi = _task_action(
+    "TaskRecoverApi",
+    services.lease_recover,
+    arguments=lambda data: dict(s.LeaseRecoverInput.parse(data)),
+    operation="task_recover",
+    summary="Recover an expired lease: the caller becomes the owner, under the task's next "
+    "fence (posts lease.recovered)",
+    body=s.LeaseRecoverInput,
+    codes=(
+        *LEASE_INPUT,
+        *TASK,
+        "LEASE_INVALID_REASON",
+        "LEASE_INVALID_DURATION",
+        "LEASE_INVALID_OWNER",
+        "LEASE_NOT_FOUND",
+        "LEASE_NOT_EXPIRED",
+        "TASK_INVALID_TRANSITION",
+        "TASK_DEPENDENCY_NOT_READY",
+    ),
+)
 
 
 class TaskRecoverPendingApi(APIView):
@@ -337,3 +313,25 @@ class TaskRecoverPendingApi(APIView):
     def post(self, request: AgentRequest, name: str) -> Response:
         s.RecoverPendingInput.validate_input(request.data)
         services.lease_recover_pending(channel=channel_get(name, viewer=request.user.name))
+
+
+class TaskFenceApi(APIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="task_fence_check",
+        summary="Whether a fence is the task's current one (for a third system: a CI job, a "
+        "deploy script)",
+        description="`state` is `current` when `fence` is the fence of the task's live, "
+        "unexpired lease; `expired` when it is the task's latest fence but that lease expired "
+        "or ended; `stale` for any other value (a newer claim or recovery happened). Readable "
+        "by the channel's members, as the task is.",
+        responses=FenceCheckOutput,
+        extensions=raises("INVALID_FENCE", "TASK_INVALID_ID", "TASK_NOT_FOUND"),
+    )
+    @query_parameters(FENCE_PARAMETER)
+    def get(self, request: AgentRequest, name: str, task_id: str) -> Response:
+        fence = fence_query_parse(request.query_params.get("fence"))
+        task = selectors.task_get(
+            channel=channel_get(name, viewer=request.user.name), task_id=task_id
+        )
+        return Response(selectors.task_fence_state(task, fence))

@@ -24,7 +24,7 @@ update's fields) comes as a ``Parsed`` holding its refusal (``agentchat.core.rul
 from __future__ import annotations
 
 from tasks_app.services.graph import NEEDS_READY, TRANSITIONS
-from tasks_app.services.imports import tasks_import
+from tasks_app.services.imports import task_fences_restore, tasks_import
 from tasks_app.services.leases import (
     lease_claim,
     lease_complete,
@@ -57,6 +57,7 @@ __all__ = [
     "lease_renew",
     "task_block",
     "task_create",
+    "task_fences_restore",
     "task_update",
     "tasks_import",
 ]

@@ -10,7 +10,7 @@ spelling (``spellings``) beside the instant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict, cast
@@ -381,3 +381,16 @@ def tasks_import(
         ),
         batch_size=500,
     )
+
+
+def task_fences_restore(*, channel: Channel, fences: Mapping[str, int]) -> None:
+    """Raise the fences of the channel's tasks (and of their leases, granted under them) to
+    what a folder's sidecar kept (``agentchat.folder.fences``), never lowering one; ids the
+    channel has no task of are ignored. In the caller's transaction (the folder import's)."""
+    for task_id, fence in fences.items():
+        if fence <= 0:
+            continue
+        Task.objects.filter(channel=channel, task_id=task_id, fence__lt=fence).update(fence=fence)
+        Lease.objects.filter(task__channel=channel, task__task_id=task_id, fence__lt=fence).update(
+            fence=fence
+        )

@@ -6,7 +6,8 @@ and the lease history, and posts the audit message in the same transaction.
 Check order follows the reference CLI: state before duration (the duration comes parsed at
 the boundary as a ``Parsed``, whose refusal is raised only after the state checks); recover
 judges the reason first (the boundary parses it before calling); renew/done/release check the
-owner, then expiry; a generic update of a leased task checks expiry, then owner, then the
+fence the caller sent (STALE_FENCE, before anything about the owner), then the owner, then
+expiry; a generic update of a leased task checks expiry, then owner, then the
 protected fields (``lease_update_guard``).
 """
 
@@ -21,9 +22,10 @@ from django.db import IntegrityError, transaction
 from agentchat.core.db.transactions import write_atomic
 from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
+from agentchat.core.rules.fence import fence_check
 from agentchat.core.rules.names import check_agent_name
 from agentchat.core.rules.parsed import Parsed
-from agentchat.core.rules.records import is_expired
+from agentchat.core.rules.records import is_expired, seen_changed
 from channels_app.locking import channel_lock
 from channels_app.models import Channel
 from tasks_app import records, selectors
@@ -90,8 +92,16 @@ def lease_update_guard(task: Task, *, actor: str, changes: TaskChanges) -> None:
         )
 
 
-def _owned_lease(task: Task, actor: str, now: datetime) -> Lease | None:
-    """The caller's unexpired lease, or None when the task has no lease."""
+def task_fence_check(task: Task, fence: int | None) -> None:
+    """The fence a holder sent against the task's current one (nothing when none was sent).
+    Raises STALE_FENCE."""
+    fence_check(fence, task.fence, subject={"task_id": task.task_id})
+
+
+def _owned_lease(task: Task, actor: str, now: datetime, fence: int | None) -> Lease | None:
+    """The caller's unexpired lease, or None when the task has no lease; the fence it sent
+    judged first (STALE_FENCE, even when the lease is still the caller's in name)."""
+    task_fence_check(task, fence)
     lease = selectors.task_lease(task)
     if lease is None:
         return None
@@ -147,7 +157,7 @@ def _lease_write(
         actor=actor,
         event=str(event),  # the history's choice, as the plain string the payload carries
         before=before,
-        details={**details, "transaction_id": transaction_id},
+        details={**details, "fence": task.fence, "transaction_id": transaction_id},
     )
 
 
@@ -160,7 +170,8 @@ def lease_claim(
     duration: Parsed[timedelta],
 ) -> Task:
     """Claim a ready task for ``duration`` (``validation.lease_duration_parse``): ``in_progress``,
-    owner and expiry written with the lease row; posts ``lease.claimed``.
+    owner and expiry written with the lease row, under the task's next fence; posts
+    ``lease.claimed``.
 
     Raises TASK_NOT_FOUND; LEASE_RECOVERY_REQUIRED (an expired lease is never taken over),
     LEASE_CONFLICT (leased, or assigned to someone else); LEASE_INVALID_DURATION (the refusal
@@ -193,10 +204,16 @@ def lease_claim(
     _enter_check(task, Status.IN_PROGRESS)
 
     before = selectors.task_record(task)
+    fence = task.fence + 1
     try:
         with transaction.atomic():
             Lease.objects.create(
-                task=task, owner=actor, lease_expires_at=expires_at, claimed_at=now, updated_at=now
+                task=task,
+                owner=actor,
+                lease_expires_at=expires_at,
+                claimed_at=now,
+                updated_at=now,
+                fence=fence,
             )
     except IntegrityError:  # one active lease per task
         raise AppError(
@@ -216,6 +233,7 @@ def lease_claim(
         conflict_code="LEASE_CONFLICT",
         owner=actor,
         status=Status.IN_PROGRESS,
+        fence=fence,
     )
 
 
@@ -226,17 +244,18 @@ def lease_renew(
     task_id: str,
     actor: str,
     duration: Parsed[timedelta],
+    fence: int | None = None,
 ) -> Task:
-    """Extend the caller's unexpired lease to ``now + duration`` (``claimed_at`` kept);
-    posts ``lease.renewed``.
+    """Extend the caller's unexpired lease to ``now + duration`` (``claimed_at`` and the
+    fence kept); posts ``lease.renewed``.
 
-    Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED,
-    LEASE_INVALID_DURATION (as ``lease_claim``).
+    Raises TASK_NOT_FOUND, STALE_FENCE (``fence`` given and not the task's), LEASE_NOT_FOUND,
+    LEASE_OWNER_MISMATCH, LEASE_RECOVERY_REQUIRED, LEASE_INVALID_DURATION (as ``lease_claim``).
     """
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
-    lease = _owned_lease(task, actor, now)
+    lease = _owned_lease(task, actor, now, fence)
     if lease is None:
         _raise_lease_not_found(task)
     expires_at = lease_expiry(now, duration.get())
@@ -261,7 +280,26 @@ def lease_renew(
     )
 
 
-def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Task:
+def _lease_delete(lease: Lease) -> tuple[dict[str, Any], dict[str, Any]]:
+    """End ``lease`` (its row deleted): the history columns and audit details every ending
+    (done, release, force release) records, its owner and its expiry as they were."""
+    previous_expiry = lease.lease_expires_at
+    lease.delete()
+    history = {
+        "owner": lease.owner,
+        "lease_expires_at": None,
+        "previous_lease_expires_at": previous_expiry,
+    }
+    details = {
+        "lease_owner": lease.owner,
+        "previous_lease_expires_at": records.lease_ts(previous_expiry),
+    }
+    return history, details
+
+
+def _lease_end(
+    *, channel: Channel, task_id: str, actor: str, status: str, fence: int | None
+) -> Task:
     """done (``status`` done) and release (``status`` open): with a lease, only its owner
     while unexpired, clearing owner and expiry; without one, a plain transition keeping the
     owner, audited as ``task.updated`` with ``lease_fallback``; an owned task only by its
@@ -269,7 +307,7 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
     channel_lock(channel)
     task = selectors.task_get(channel=channel, task_id=task_id)
     now = clock.now()
-    lease = _owned_lease(task, actor, now)
+    lease = _owned_lease(task, actor, now, fence)
     if lease is None:
         task_owner_guard(task, channel=channel, actor=actor)
     _enter_check(task, status)
@@ -291,47 +329,40 @@ def _lease_end(*, channel: Channel, task_id: str, actor: str, status: str) -> Ta
             details={"lease_fallback": "complete" if completing else "release"},
             **write,
         )
-    previous_expiry = lease.lease_expires_at
-    lease.delete()
+    history, details = _lease_delete(lease)
     return _lease_write(
         task,
         event=LeaseHistory.Event.COMPLETED if completing else LeaseHistory.Event.RELEASED,
-        history={
-            "owner": lease.owner,
-            "lease_expires_at": None,
-            "previous_lease_expires_at": previous_expiry,
-        },
-        details={
-            "lease_owner": lease.owner,
-            "previous_lease_expires_at": records.lease_ts(previous_expiry),
-        },
+        history=history,
+        details=details,
         owner="",
         **write,
     )
 
 
 @write_atomic()
-def lease_complete(*, channel: Channel, task_id: str, actor: str) -> Task:
+def lease_complete(*, channel: Channel, task_id: str, actor: str, fence: int | None = None) -> Task:
     """``task done``: posts ``lease.completed`` (leased) or ``task.updated`` with
-    ``lease_fallback: "complete"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
+    ``lease_fallback: "complete"``. Raises TASK_NOT_FOUND, STALE_FENCE, LEASE_OWNER_MISMATCH,
     LEASE_RECOVERY_REQUIRED, TASK_NOT_OWNER, TASK_INVALID_TRANSITION, TASK_DEPENDENCY_NOT_READY."""
-    return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.DONE)
+    return _lease_end(
+        channel=channel, task_id=task_id, actor=actor, status=Status.DONE, fence=fence
+    )
 
 
 @write_atomic()
-def lease_release(*, channel: Channel, task_id: str, actor: str) -> Task:
+def lease_release(*, channel: Channel, task_id: str, actor: str, fence: int | None = None) -> Task:
     """``task release``: posts ``lease.released`` (leased) or ``task.updated`` with
-    ``lease_fallback: "release"``. Raises TASK_NOT_FOUND, LEASE_OWNER_MISMATCH,
+    ``lease_fallback: "release"``. Raises TASK_NOT_FOUND, STALE_FENCE, LEASE_OWNER_MISMATCH,
     LEASE_RECOVERY_REQUIRED, TASK_NOT_OWNER, TASK_INVALID_TRANSITION."""
-    return _lease_end(channel=channel, task_id=task_id, actor=actor, status=Status.OPEN)
+    return _lease_end(
+        channel=channel, task_id=task_id, actor=actor, status=Status.OPEN, fence=fence
+    )
 
 
 def _seen_check(task: Task, lease: Lease, owner: str | None, expires_at: datetime | None) -> None:
-    """The admin's compare-and-set: act only on the lease as it was shown, not on whoever
-    holds it by the time the form is posted. Raises TASK_CONFLICT."""
-    if owner is None and expires_at is None:
-        return
-    if (lease.owner, lease.lease_expires_at) != (owner, expires_at):
+    """``seen_changed`` of the lease. Raises TASK_CONFLICT."""
+    if seen_changed((lease.owner, lease.lease_expires_at), owner, expires_at):
         raise AppError(
             "TASK_CONFLICT",
             f"the lease of task {task.task_id} changed since it was shown: now held by "
@@ -357,7 +388,8 @@ def lease_recover(
     expected_expires_at: datetime | None = None,
 ) -> Task:
     """Recover an expired lease: ``owner`` (default: ``actor``, who may be the previous
-    owner) gets a fresh lease recording the previous owner, previous expiry and the reason;
+    owner) gets a fresh lease under the task's next fence, recording the previous owner,
+    previous expiry and the reason;
     posts ``lease.recovered`` from ``actor`` (who acted: an agent for itself, or the admin for
     ``owner``), with the reference's payload plus ``"actor"`` when the actor is not the new
     owner — the convention recoveries of locks follow too.
@@ -393,7 +425,9 @@ def lease_recover(
 
     before = selectors.task_record(task)
     previous_owner, previous_expiry = lease.owner, lease.lease_expires_at
+    fence = task.fence + 1
     Lease.objects.filter(pk=lease.pk).update(
+        fence=fence,
         owner=new_owner,
         lease_expires_at=expires_at,
         claimed_at=now,
@@ -429,6 +463,7 @@ def lease_recover(
         details=details,
         owner=new_owner,
         status=Status.IN_PROGRESS,
+        fence=fence,
     )
 
 
@@ -468,8 +503,7 @@ def lease_force_release(
 
     before = selectors.task_record(task)
     lease_as_it_was = selectors.lease_record(lease)
-    previous_expiry = lease.lease_expires_at
-    lease.delete()
+    history, details = _lease_delete(lease)
     return _lease_write(
         task,
         channel=channel,
@@ -477,21 +511,11 @@ def lease_force_release(
         now=now,
         before=before,
         event=LeaseHistory.Event.FORCE_RELEASED,
-        history={
-            "owner": lease.owner,
-            "lease_expires_at": None,
-            "previous_lease_expires_at": previous_expiry,
-            "recovery_reason": reason,
-        },
-        details={
-            "lease_owner": lease.owner,
-            "previous_lease_expires_at": records.lease_ts(previous_expiry),
-            "lease": lease_as_it_was,
-            "actor": actor,
-            "reason": reason,
-        },
+        history={**history, "recovery_reason": reason},
+        details={**details, "lease": lease_as_it_was, "actor": actor, "reason": reason},
         owner="",
         status=Status.OPEN,
+        fence=task.fence + 1,  # whoever held it holds a stale fence from now on
     )
 
 

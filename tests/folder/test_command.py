@@ -65,7 +65,7 @@ def test_the_command_prints_a_summary_and_no_progress_bar_off_a_terminal(tmp_pat
     first = manage("--root", str(tmp_path))
     assert first.returncode == 0, first.stderr
     assert first.stdout == (
-        "synced 1 channel(s): 15 file(s) written, 0 removed - review: 15 written, 0 removed\n"
+        "synced 1 channel(s): 16 file(s) written, 0 removed - review: 16 written, 0 removed\n"
     )
     assert first.stderr == ""  # no bar: stdout is no terminal
     again = manage("--root", str(tmp_path))
@@ -141,7 +141,7 @@ def test_git_commit_commits_each_sync_that_changed_something(tmp_path: Path) -> 
     assert git(root, "log", "--format=%s").splitlines() == [
         "sync review: new channel; messages #1..#7 (7); tasks T-1, T-2; claims T-1; "
         f"locks {scenario.lock_ids(channel)[0]}; cursors bob; "
-        ".path-locks.lock, _meta.json, _tasks.lock"
+        ".path-locks.lock, _fences.json, _meta.json, _tasks.lock"
     ]
     assert ".agentchat-sync" not in git(root, "ls-files")
     assert git(root, "status", "--porcelain") == ""

@@ -59,6 +59,7 @@ def test_sync_writes_the_reference_layout(tmp_path: Path) -> None:
     ]
     assert set(files) - set(messages) == {
         "review/_meta.json",
+        "review/_fences.json",  # the claim's and the lock's fences (docs/folder.md)
         "review/_tasks.lock",
         "review/.path-locks.lock",
         "review/.cursors/bob.txt",

@@ -28,6 +28,9 @@ REFERENCE_RECORD_KEYS = [
     "channel", "expires_at", "lock_id", "locked_at", "owner", "paths", "previous_expires_at",
     "previous_owner", "recovery_reason", "updated_at",
 ]  # fmt: skip
+# The API answers the record and the lock's fence after it; the audit payloads carry the
+# fence too (docs/locks.md, "Fencing tokens"): the reference's keys and ``fence``.
+ANSWER_KEYS = [*REFERENCE_RECORD_KEYS, "fence"]
 REFERENCE_PATH_KEYS = ["display_path", "kind", "normalized_path"]
 REFERENCE_LOCKED_KEYS = [
     "channel", "event", "expires_at", "lease_expires_at", "lock_id", "owner", "paths",
@@ -110,7 +113,7 @@ def test_lock_returns_201_with_the_reference_record(alice, review, clock):
     r = lock(alice, "src/schema.py", "./docs//", lease_seconds=900)
     assert r.status_code == 201, r.content
     record = r.json()
-    assert list(record) == REFERENCE_RECORD_KEYS
+    assert list(record) == ANSWER_KEYS
     assert HEX32.match(record["lock_id"])
     assert record["channel"] == "review"
     assert record["owner"] == "alice"
@@ -136,12 +139,14 @@ def test_lock_posts_a_path_locked_audit_like_the_reference(alice, review):
     assert message.status == "path.locked"
     assert message.title == f"path.locked {record['lock_id']}"
     payload = json.loads(message.body)
-    assert sorted(payload) == REFERENCE_LOCKED_KEYS == sorted(json.loads(REFERENCE_LOCKED_BODY))
+    assert sorted(json.loads(REFERENCE_LOCKED_BODY)) == REFERENCE_LOCKED_KEYS
+    assert sorted(payload) == sorted([*REFERENCE_LOCKED_KEYS, "fence"])
     assert HEX32.match(payload["transaction_id"])
     expected = {
         "channel": "review",
         "event": "path.locked",
         "expires_at": record["expires_at"],
+        "fence": record["fence"],
         "lease_expires_at": record["expires_at"],
         "lock_id": record["lock_id"],
         "owner": "alice",
@@ -503,7 +508,7 @@ def test_owner_unlocks_by_id_and_gets_the_record_as_it_was(alice, review):
         [],
     )
     payload = json.loads(message.body)
-    assert sorted(payload) == REFERENCE_LOCKED_KEYS
+    assert sorted(payload) == sorted([*REFERENCE_LOCKED_KEYS, "fence"])
     assert payload["event"] == "path.lock.unlocked"
     assert payload["paths"] == record["paths"]
     assert payload["updated_at"] == record["updated_at"]
@@ -622,7 +627,7 @@ def test_recover_takes_over_an_expired_lock(alice, bob, carol, review, clock):
     )
     assert r.status_code == 200, r.content
     recovered = r.json()
-    assert list(recovered) == REFERENCE_RECORD_KEYS
+    assert list(recovered) == ANSWER_KEYS
     assert recovered["lock_id"] == record["lock_id"]
     assert recovered["paths"] == record["paths"]
     assert recovered["owner"] == "bob"
@@ -640,7 +645,8 @@ def test_recover_takes_over_an_expired_lock(alice, bob, carol, review, clock):
         [],
     )
     payload = json.loads(message.body)
-    assert sorted(payload) == REFERENCE_RECOVERED_KEYS
+    assert sorted(payload) == sorted([*REFERENCE_RECOVERED_KEYS, "fence"])
+    assert payload["fence"] == recovered["fence"] == record["fence"] + 1
     assert payload["owner"] == "bob"
     assert payload["expires_at"] == payload["lease_expires_at"] == recovered["expires_at"]
     assert payload["previous_owner"] == "alice"

@@ -27,7 +27,13 @@ def cmd_lock(client: Client, args: argparse.Namespace) -> None:
     if args.json:
         return out_json(answer)
     paths = ", ".join(entry["normalized_path"] for entry in answer["paths"])
-    out(f"locked {line(answer['lock_id'])} -> {line(args.channel)}/{line(paths)}\n")
+    out(f"locked {line(answer['lock_id'])} -> {line(args.channel)}/{line(paths)}{_fence(answer)}\n")
+
+
+def _fence(answer: dict[str, object]) -> str:
+    """`` fence=N`` after the reference's line of a lock or recovery (docs/cli.md)."""
+    fence = answer.get("fence")
+    return f" fence={fence}" if isinstance(fence, int) and not isinstance(fence, bool) else ""
 
 
 def cmd_check(client: Client, args: argparse.Namespace) -> None:
@@ -53,13 +59,14 @@ def cmd_check(client: Client, args: argparse.Namespace) -> None:
 def cmd_unlock(client: Client, args: argparse.Namespace) -> None:
     check_as(client, args.owner)
     where = chan(args) + "locks/"
+    fence = {} if args.fence is None else {"fence": str(args.fence)}
     answer = ops.lock_target(
         args.target,
         lambda lock_id: client.request(
-            "DELETE", f"{where}{lock_id}/", raw=True, expect=shapes.LOCK
+            "DELETE", f"{where}{lock_id}/", params=fence or None, raw=True, expect=shapes.LOCK
         ),
         lambda path: client.request(
-            "DELETE", where, params={"path": path}, raw=True, expect=shapes.LOCK
+            "DELETE", where, params={"path": path, **fence}, raw=True, expect=shapes.LOCK
         ),
     )
     if args.json:
@@ -89,7 +96,7 @@ def cmd_recover(client: Client, args: argparse.Namespace) -> None:
     out(
         f"recovered {line(answer['lock_id'])} for {line(answer['owner'])} "
         f"previous_owner={line(answer['previous_owner'])} "
-        f"reason={line(answer['recovery_reason'])}\n"
+        f"reason={line(answer['recovery_reason'])}{_fence(answer)}\n"
     )
 
 

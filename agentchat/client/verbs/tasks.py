@@ -15,11 +15,14 @@ def _task_path(args: argparse.Namespace, action: str = "") -> str:
     return chan(args) + f"tasks/{seg(args.task_id)}/" + (f"{action}/" if action else "")
 
 
-def _task_done(args: argparse.Namespace, verb: str, answer: Any) -> None:
+def _task_done(args: argparse.Namespace, verb: str, answer: Any, *, fenced: bool = False) -> None:
+    """The reference's line; after a claim, renew or recovery, `` fence=N`` (docs/cli.md)."""
     if args.json:
         out_json(answer)
     else:
-        out(f"{verb} task {line(answer['id'])} [{line(answer['status'])}]\n")
+        fence = answer.get("fence")
+        tail = f" fence={fence}" if fenced and isinstance(fence, int) else ""
+        out(f"{verb} task {line(answer['id'])} [{line(answer['status'])}]{tail}\n")
 
 
 def cmd_task_create(client: Client, args: argparse.Namespace) -> None:
@@ -81,10 +84,12 @@ def _task_action(action: str, verb: str, *, lease: bool = False, reason: bool = 
             body["lease_seconds"] = duration(args.lease_seconds)
         if reason:
             body["reason"] = args.reason
+        if getattr(args, "fence", None) is not None:
+            body["fence"] = args.fence
         answer = client.request(
             "POST", _task_path(args, action), json=body, raw=args.json, expect=shapes.TASK
         )
-        _task_done(args, verb, answer)
+        _task_done(args, verb, answer, fenced=lease)
 
     return run
 

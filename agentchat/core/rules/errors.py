@@ -283,6 +283,13 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
         "an imported task and its claim disagree (owner, expiry, status, count, channel)",
     ),
     ("LEASE_TRANSACTION_PENDING", 409, "a folder holds claims/.lease-transaction.json"),
+    # --- fencing tokens of leases and path locks (docs/tasks.md, docs/locks.md)
+    (
+        "INVALID_FENCE",
+        400,
+        "`fence` is not a JSON integer (or, in a query, ASCII digits) from 0 to 2^63-1",
+    ),
+    ("STALE_FENCE", 409, "the fence sent is not the task's or lock's current one"),
     # --- path locks (the reference's PATH_LOCK_* codes; exit family 1 as in the reference)
     ("PATH_LOCK_NOT_FOUND", 404, "no lock with that id or path"),
     ("PATH_LOCK_CONFLICT", 409, "the paths overlap an active lock (or each other)"),
@@ -375,6 +382,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     ("IMPORT_BAD_FRONTMATTER", 400, "a message file's frontmatter is missing or malformed"),
     ("IMPORT_DUPLICATE_SEQ", 409, "two message files carry the same seq"),
     ("IMPORT_INVALID_META", 400, "_meta.json is not a valid channel description"),
+    ("IMPORT_INVALID_FENCES", 400, "_fences.json is not an object of fences (docs/folder.md)"),
     ("IMPORT_INVALID_CURSOR", 400, "a cursor file holds no message number"),
     ("IMPORT_FOLDER_CHANGED", 409, "a file changed while it was being imported"),
     # --- heavy requests (agentchat.core.db.heavy)

@@ -143,6 +143,17 @@ def is_expired(expires_at: datetime, now: datetime | None = None) -> bool:
     return expires_at <= (clock.now() if now is None else now)
 
 
+def seen_changed(
+    current: tuple[str, datetime], expected_owner: str | None, expected_expiry: datetime | None
+) -> bool:
+    """The admin's compare-and-set of a lease or lock (``agentchat.core.admin_actions``): act
+    only on it as it was shown (its owner and expiry), not on whoever holds it by the time the
+    form is posted. False when nothing was shown (a caller that is not the admin's form)."""
+    if expected_owner is None and expected_expiry is None:
+        return False
+    return current != (expected_owner, expected_expiry)
+
+
 def _beyond_calendar(code: str, field: str, seconds: float) -> AppError:
     return AppError(
         code,
