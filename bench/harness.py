@@ -280,15 +280,17 @@ def seqs_of(url: str, token: str, channel: str) -> list[int]:
 
     seqs: list[int] = []
     with httpx.Client(base_url=url, headers=auth(token), timeout=30) as client:
-        for _ in range(1000):  # bounded: 1000 pages of 1000
+        for _ in range(100_000):  # bounded
             r = client.get(
                 f"/api/v1/channels/{channel}/messages/",
                 params={"after": seqs[-1] if seqs else 0, "limit": 1000},
             )
             r.raise_for_status()
-            page = [m["seq"] for m in r.json()["messages"]]
+            answer = r.json()
+            page = [m["seq"] for m in answer["messages"]]
             seqs += page
-            if len(page) < 1000:
+            # A page stops at 1000 messages or at AGENTCHAT_READ_MAX_BYTES: ``more`` says which.
+            if not page or not answer.get("more"):
                 break
     return seqs
 

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from django.conf import settings
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,3 +32,12 @@ def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+# A test whose processes run on a SQLite file of their own (``manage_env``, the README's lines,
+# the launcher's): the very same scenario whichever database the suite runs on. The SQLite
+# suite runs it; the PostgreSQL suite of .ci/run would only repeat it.
+own_sqlite_file = pytest.mark.skipif(
+    "postgresql" in settings.DATABASES["default"]["ENGINE"],
+    reason="runs on a SQLite file of its own whatever the suite: the SQLite suite runs it",
+)

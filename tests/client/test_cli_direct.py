@@ -1,6 +1,8 @@
-"""``agentchat send``, ``receipt`` and ``contacts`` as child processes against a live server: the
-HTTP v1 direct messages from the command line, their output lines, ``--json`` exactly the
-server's body, the exit codes and one-line errors, terminal-safe output."""
+"""``agentchat send``, ``receipt`` and ``contacts`` against a live server: the HTTP v1 direct
+messages from the command line, their output lines, ``--json`` exactly the server's body, the
+exit codes and one-line errors, terminal-safe output. The CLI runs in this process
+(``tests/client/cli_run.py``: its environment, stdin, stdout and stderr its own), one send as a
+child process, as a shell runs it."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from tests.client.cli_run import Agentchat
 
 @pytest.fixture
 def agents(live, make_agent, tmp_path):
-    """alice, bob and carol: each an ``Agentchat`` (run as a child process) and a token."""
+    """alice, bob and carol: each an ``Agentchat`` and a token."""
     made = {}
     for name in ("alice", "bob", "carol"):
         _, token = make_agent(name)
@@ -23,7 +25,7 @@ def agents(live, make_agent, tmp_path):
 
 
 def run(agent: Agentchat, *args: str, input: str = ""):
-    return agent.subprocess(*args, input=input)
+    return agent(*args, input=input)
 
 
 def ok(result) -> str:
@@ -52,7 +54,7 @@ def test_send_then_receipt_through_the_cli(agents, live):
         *("--conversation-id", "task-42", "--correlation-id", "request-7"),
         *("--data", '{"priority": 2}', "--meta", "trace_id=abc123", "--id", "msg-cli-1"),
     )
-    line = ok(run(alice, *send))
+    line = ok(alice.subprocess(*send))  # the one child process: as a shell runs it
     assert line == "sent msg-cli-1 -> bob (conversation task-42)\n"
     [delivery] = inbox(live, bob, "bob")["deliveries"]
     envelope = delivery["envelope"]

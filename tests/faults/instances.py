@@ -90,9 +90,20 @@ class PrivatePostgres:
     def url(self, database: str = "postgres") -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
-    def copy_database(self, source_url: str, name: str) -> None:
-        """``name`` here, a copy (schema and rows) of the database at ``source_url``."""
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
+    def sql(self, statement: str, database: str = "postgres") -> None:
+        import psycopg
+
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            conn.execute(statement)
+
+    def copy_database(self, source_url: str, name: str, tablespace: str | None = None) -> None:
+        """``name`` here, a copy (schema and rows) of the database at ``source_url``, in
+        ``tablespace`` when given (its tables, indexes and catalogs; the WAL stays in the
+        cluster's directory)."""
+        where = ["-D", tablespace] if tablespace else []
+        self._run(
+            "createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", *where, name
+        )  # fmt: skip
         dump = subprocess.run(
             [str(self.bin / "pg_dump"), "-Fc", "--no-owner", "-d", source_url],
             capture_output=True,
@@ -113,6 +124,42 @@ class PrivatePostgres:
                 self.stop("immediate")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def mount_tmpfs(size_bytes: int) -> Path | None:
+    """A tmpfs of ``size_bytes`` on a new temporary directory, or None where mounting is not
+    allowed (not root, no ``mount``): the caller skips with ``require_service``."""
+    where = Path(tempfile.mkdtemp(prefix="agentchat-faults-full-"))
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        where.rmdir()
+        return None
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(where)],
+        capture_output=True,
+        timeout=30,
+    )
+    if done.returncode != 0:
+        where.rmdir()
+        return None
+    return where
+
+
+def unmount(where: Path) -> None:
+    subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def fill(where: Path) -> Path:
+    """Take every free byte of the file system at ``where`` with one file."""
+    filler = where / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        for size in (65536, 4096, 512, 1):  # then the last scraps
+            try:
+                while out.write(b"\0" * size):
+                    pass
+            except OSError:
+                pass
+    return filler
 
 
 class PrivateRedis:

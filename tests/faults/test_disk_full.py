@@ -4,17 +4,12 @@ is rolled back whole, reads keep working, and once space is freed writes succeed
 The database lives on a small tmpfs mounted for the test (CI runs as root); where mounting is
 not allowed the test skips saying so (fails under AGENTCHAT_REQUIRE_SERVICES=1). It runs in
 the SQLite suite only: the full disk is SQLite's file (the private instance of PostgreSQL
-would cost its own start, and PostgreSQL's disk_full maps to the same code, see
-tests/faults/test_answers.py).
+would cost its own start; the PostgreSQL suite runs tests/faults/test_postgres_disk_full.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 from pathlib import Path
 
 import httpx
@@ -22,37 +17,9 @@ import pytest
 from django.db import connection
 
 from tests.conftest import ServerProcess, auth, require_service
+from tests.faults.instances import fill, mount_tmpfs, unmount
 
 BIG = "x" * 200_000  # a body that makes the WAL grow
-
-
-def _mount_tmpfs(size_bytes: int) -> Path | None:
-    where = Path(tempfile.mkdtemp(prefix="agentchat-faults-full-"))
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        where.rmdir()
-        return None
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(where)],
-        capture_output=True,
-        timeout=30,
-    )
-    if done.returncode != 0:
-        where.rmdir()
-        return None
-    return where
-
-
-def _fill(where: Path) -> Path:
-    """Take every free byte of the file system with one file."""
-    filler = where / "filler"
-    with open(filler, "wb", buffering=0) as out:
-        for size in (65536, 4096, 512, 1):  # then the last scraps
-            try:
-                while out.write(b"\0" * size):
-                    pass
-            except OSError:
-                pass
-    return filler
 
 
 def test_disk_full_answers_507_keeps_reads_and_writes_nothing_half(transactional_db, make_agent):
@@ -60,7 +27,7 @@ def test_disk_full_answers_507_keeps_reads_and_writes_nothing_half(transactional
         pytest.skip("the SQLite suite runs it (see the module's docstring)")
     _, alice = make_agent("alice")
     source = Path(connection.settings_dict["NAME"])
-    where = _mount_tmpfs(source.stat().st_size + 6 * 1024 * 1024)
+    where = mount_tmpfs(source.stat().st_size + 6 * 1024 * 1024)
     require_service("a tmpfs mount (root)", where is not None, "mount -t tmpfs is not allowed here")
     assert where is not None
     server = None
@@ -77,7 +44,7 @@ def test_disk_full_answers_507_keeps_reads_and_writes_nothing_half(transactional
             r = http.post(messages, json={"id": f"before-{i}", "title": "t", "body": BIG})
             assert r.status_code == 201, r.text
             acked.append(f"before-{i}")
-        filler = _fill(where)
+        filler = fill(where)
         refused = None
         for i in range(60):  # the WAL reuses its space for a while, then must grow
             r = http.post(messages, json={"id": f"full-{i}", "title": "t", "body": BIG})
@@ -114,5 +81,4 @@ def test_disk_full_answers_507_keeps_reads_and_writes_nothing_half(transactional
     finally:
         if server is not None:
             server.stop()
-        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
-        shutil.rmtree(where, ignore_errors=True)
+        unmount(where)

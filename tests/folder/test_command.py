@@ -17,6 +17,7 @@ from agentchat.folder.sync import folder_sync
 from tasks_app.services.tasks import task_update
 from tests.conftest import ROOT, database_url
 from tests.folder import scenario
+from tests.folder.test_git import manage as manage_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -133,9 +134,10 @@ def git(root: Path, *args: str) -> str:
 
 
 def test_git_commit_commits_each_sync_that_changed_something(tmp_path: Path) -> None:
+    # The process itself is the other tests' subject: the commits run in-process here.
     channel = scenario.build()
     root = tmp_path / "audit"
-    first = manage("--root", str(root), "--git-commit")
+    first = manage_in_process("--root", str(root), "--git-commit")
     assert first.returncode == 0, first.stderr
     assert "committed" in first.stdout
     assert git(root, "log", "--format=%s").splitlines() == [
@@ -146,7 +148,7 @@ def test_git_commit_commits_each_sync_that_changed_something(tmp_path: Path) -> 
     assert ".agentchat-sync" not in git(root, "ls-files")
     assert git(root, "status", "--porcelain") == ""
 
-    unchanged = manage("--root", str(root), "--git-commit")
+    unchanged = manage_in_process("--root", str(root), "--git-commit")
     assert unchanged.returncode == 0 and "committed" not in unchanged.stdout
     assert len(git(root, "log", "--format=%H").splitlines()) == 1
 
@@ -154,7 +156,7 @@ def test_git_commit_commits_each_sync_that_changed_something(tmp_path: Path) -> 
     task_update(
         channel=channel, task_id="T-2", actor="alice", changes={"title": Parsed.ok("renamed")}
     )
-    manage("--root", str(root), "--git-commit")
+    manage_in_process("--root", str(root), "--git-commit")
     log = git(root, "log", "--format=%s").splitlines()
     assert log[0] == "sync review: messages #8..#11 (4); tasks T-2"
     assert git(root, "show", "--stat", "--format=", "HEAD").count("review/") == 5

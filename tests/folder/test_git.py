@@ -6,17 +6,19 @@ staged anything not the sync's, and works in a subfolder of a larger repository.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 from pathlib import Path
 
 import pytest
+from django.core.management import load_command_class
 
 from agentchat.core.rules.errors import AppError
 from agentchat.folder.git import git_commit, git_prepare
 from agentchat.folder.sync import folder_sync
 from channels_app.services import channel_create, message_post
 from tests.folder import scenario
-from tests.folder.test_command import manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,6 +41,22 @@ def committed_files(root: Path, commit: str = "HEAD") -> list[str]:
 
 def sync_commit(root: Path, **kwargs: bool) -> str | None:
     return git_commit(root, folder_sync(root=root), **kwargs)
+
+
+def manage(*args: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py sync_folder ARGS`` run in this process, as ``manage.py`` runs it (the same
+    argument parsing, system checks, output streams, no terminal, and exit status), without
+    the start of a Django process per call: the command as a process is
+    tests/folder/test_command.py's subject, git's behaviour is this module's."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        command = load_command_class("agentchat", "sync_folder")  # its streams: out, err
+        try:
+            command.run_from_argv(["manage.py", "sync_folder", *args])
+        except SystemExit as exc:  # run_from_argv's exit on a CommandError
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def refusing_hook(repo: Path) -> None:

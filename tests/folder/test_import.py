@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 
 from agentchat.folder import importer
 from channels_app.models import Channel, Cursor, MarkerClaim, Message, Presence
-from tests.commands import manage, manage_env
+from tests.commands import manage, manage_env, own_sqlite_file
 from tests.folder.rows import channel_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -608,6 +608,7 @@ def test_a_missing_root_or_channel_is_refused(tmp_path, ref_root):
         import_folder(ref_root, "--channel", "../etc")
 
 
+@own_sqlite_file
 def test_the_command_prints_the_code_and_exits_with_its_family_without_a_traceback(tmp_path):
     root = extract(tmp_path / "root")
     original = (root / TASK).read_bytes()

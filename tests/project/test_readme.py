@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import own_sqlite_file
 from tests.conftest import ROOT
+
+pytestmark = own_sqlite_file  # its lines run on a database of their own
 
 FENCE = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from agentchat import serve
+from tests.commands import own_sqlite_file
 from tests.conftest import ROOT
 
 
@@ -104,6 +105,7 @@ def launcher_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@own_sqlite_file
 def test_the_launcher_returns_once_the_server_serves_and_retries_a_port_taken_meanwhile(
     tmp_path, monkeypatch
 ):
@@ -128,6 +130,7 @@ def test_the_launcher_returns_once_the_server_serves_and_retries_a_port_taken_me
         assert server.stop() is not None
 
 
+@own_sqlite_file
 def test_the_launcher_reports_a_server_that_dies_before_it_is_ready(tmp_path):
     env = launcher_env(tmp_path)
     (tmp_path / "data").write_text("a file where the data folder should be")

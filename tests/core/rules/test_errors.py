@@ -17,7 +17,7 @@ from agentchat.core.rules.errors import (
     error_body,
     error_render,
 )
-from tests.commands import manage, manage_env
+from tests.commands import manage, manage_env, own_sqlite_file
 from tests.conftest import ROOT
 
 SOURCES = [
@@ -138,6 +138,7 @@ def test_an_error_quoting_hostile_input_can_always_be_encoded():
     assert error_body(error) == body
 
 
+@own_sqlite_file
 def test_a_management_command_exits_with_the_codes_family(tmp_path):
     env = manage_env(tmp_path)
 
