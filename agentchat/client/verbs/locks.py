@@ -27,13 +27,7 @@ def cmd_lock(client: Client, args: argparse.Namespace) -> None:
     if args.json:
         return out_json(answer)
     paths = ", ".join(entry["normalized_path"] for entry in answer["paths"])
-    out(f"locked {line(answer['lock_id'])} -> {line(args.channel)}/{line(paths)}{_fence(answer)}\n")
-
-
-def _fence(answer: dict[str, object]) -> str:
-    """`` fence=N`` after the reference's line of a lock or recovery (docs/cli.md)."""
-    fence = answer.get("fence")
-    return f" fence={fence}" if isinstance(fence, int) and not isinstance(fence, bool) else ""
+    out(f"locked {line(answer['lock_id'])} -> {line(args.channel)}/{line(paths)}\n")
 
 
 def cmd_check(client: Client, args: argparse.Namespace) -> None:
@@ -96,7 +90,7 @@ def cmd_recover(client: Client, args: argparse.Namespace) -> None:
     out(
         f"recovered {line(answer['lock_id'])} for {line(answer['owner'])} "
         f"previous_owner={line(answer['previous_owner'])} "
-        f"reason={line(answer['recovery_reason'])}{_fence(answer)}\n"
+        f"reason={line(answer['recovery_reason'])}\n"
     )
 
 

@@ -15,14 +15,12 @@ def _task_path(args: argparse.Namespace, action: str = "") -> str:
     return chan(args) + f"tasks/{seg(args.task_id)}/" + (f"{action}/" if action else "")
 
 
-def _task_done(args: argparse.Namespace, verb: str, answer: Any, *, fenced: bool = False) -> None:
-    """The reference's line; after a claim, renew or recovery, `` fence=N`` (docs/cli.md)."""
+def _task_done(args: argparse.Namespace, verb: str, answer: Any) -> None:
+    """The reference's line, to the letter (scripts match it); the lease's fence is in --json."""
     if args.json:
         out_json(answer)
     else:
-        fence = answer.get("fence")
-        tail = f" fence={fence}" if fenced and isinstance(fence, int) else ""
-        out(f"{verb} task {line(answer['id'])} [{line(answer['status'])}]{tail}\n")
+        out(f"{verb} task {line(answer['id'])} [{line(answer['status'])}]\n")
 
 
 def cmd_task_create(client: Client, args: argparse.Namespace) -> None:
@@ -89,7 +87,7 @@ def _task_action(action: str, verb: str, *, lease: bool = False, reason: bool = 
         answer = client.request(
             "POST", _task_path(args, action), json=body, raw=args.json, expect=shapes.TASK
         )
-        _task_done(args, verb, answer, fenced=lease)
+        _task_done(args, verb, answer)
 
     return run
 
