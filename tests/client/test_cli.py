@@ -268,8 +268,7 @@ def test_task_commands_and_their_codes(alice, cli):
     assert show[10:12] == ["lease_expires_at: -", "branch: feat"]
     fails(bob("task", "claim", "review", "T2"), "TASK_DEPENDENCY_NOT_READY", 2)
     assert (
-        ok(bob("task", "claim", "review", "T1", "--ttl", "60"))
-        == "claimed task T1 [in_progress]\n"
+        ok(bob("task", "claim", "review", "T1", "--ttl", "60")) == "claimed task T1 [in_progress]\n"
     )
     fails(alice("task", "claim", "review", "T1"), "LEASE_CONFLICT", 2)
     fails(alice("task", "renew", "review", "T1"), "LEASE_OWNER_MISMATCH", 2)
