@@ -31,7 +31,7 @@ from agentchat.dashboard.chat import (
     title_is_derived,
     wants_json,
 )
-from agentchat.dashboard.markdown import markdown_html
+from agentchat.dashboard.markdown import body_breaks, markdown_html
 from agentchat.dashboard.presence import channel_members, presence_nested
 from channels_app import services
 from channels_app.approval_rule import (
@@ -181,7 +181,8 @@ def body_shown(message: Message, bodies: Bodies) -> dict[str, Any]:
         text, shown["cut"] = taken
         if message.kind == Message.Kind.MESSAGE:
             # Audit and event bodies are JSON records: shown as such, not as markdown.
-            shown["html"] = mark_safe(markdown_html(text))  # sanitized by nh3
+            html = markdown_html(text, breaks=body_breaks(message.sender_kind))
+            shown["html"] = mark_safe(html)  # sanitized by nh3
         else:
             shown["record"] = text
     return shown
@@ -200,7 +201,8 @@ def _quote_html(parent: Message) -> str:
     if len(text) > QUOTE_CHARACTERS:
         line_end = text.rfind("\n", 0, QUOTE_CHARACTERS)
         text = text[: line_end if line_end > QUOTE_CHARACTERS // 2 else QUOTE_CHARACTERS] + " …"
-    return mark_safe(markdown_html(text)) if text else ""  # sanitized by nh3
+    html = markdown_html(text, breaks=body_breaks(parent.sender_kind))
+    return mark_safe(html) if text else ""  # sanitized by nh3
 
 
 def _shown_messages(
@@ -222,7 +224,7 @@ def _shown_messages(
             for m in message_list_among(
                 channel=channel,
                 seqs=missing,
-                fields=("seq", "sender", "title", "body", "status", "kind"),
+                fields=("seq", "sender", "sender_kind", "title", "body", "status", "kind"),
             )
         )
     pending = approvals_pending_among(

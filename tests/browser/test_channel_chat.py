@@ -137,6 +137,10 @@ def test_follows_at_the_bottom_else_a_pill_and_the_composer_sends_with_enter(
     posted = room.messages.get(seq=one + 2)
     assert (posted.title, posted.body, posted.reply_to) == ("ok", "ok\nsecond line", one)
     assert page.locator(f"#m-{one + 2} .title").count() == 0  # the derived title is not repeated
+    # A person's Shift+Enter line shows as a line (markdown "breaks"), not as a space.
+    assert page.locator(f"#m-{one + 2} .body br").count() == 1
+    lines = page.locator(f"#m-{one + 2} .body p").inner_text().splitlines()
+    assert [line.strip() for line in lines] == ["ok", "second line"], lines
     assert box.input_value() == ""
     _no_wider(page)
     _shots(page, f"chat-composer-{width}")
@@ -165,8 +169,19 @@ def test_audits_are_compact_filtered_and_counted_apart_times_and_the_thread(
     title = page.locator(f"#m-{question['seq']} time").get_attribute("title")
     assert "UTC" not in title and "." not in title.split()[-1], title
     assert page.locator("li.day-sep").first.inner_text() == "Today"
+    # The thread page: the same times (times.js), refreshed, and one day separator for the
+    # three lists (the day is not repeated across them).
+    page.clock.install()
     page.goto(f"{live.url}/c/room/m/{answer['seq']}/")
     assert page.locator("#ancestors li.message").get_attribute("id") == f"m-{question['seq']}"
     assert page.locator("#replies li.message").get_attribute("id") == f"m-{answer['seq'] + 1}"
+    stamp = page.locator(f"#m-{answer['seq']} time")
+    assert "UTC" not in (stamp.get_attribute("title") or "")
+    assert page.locator("li.day-sep").all_inner_texts() == ["Today"]
+    assert page.locator("#ancestors li.day-sep").count() == 1
+    page.clock.fast_forward("05:00")  # past two of times.js's 30 s refreshes
+    page.wait_for_function(
+        f"() => /5 min/.test(document.querySelector('#m-{answer['seq']} time').textContent)"
+    )
     _no_wider(page)
     _shots(page, "chat-thread")
