@@ -30,7 +30,10 @@
     counter.dataset.unread = String(unread);
     counter.dataset.conversation = String(conversation);
     counter.textContent = unread + " unread" + (unread ? " · " + conversation + " conversation" : "");
-    document.title = (unread ? "(" + unread + ") " : "") + baseTitle;
+    // The tab title counts conversation, as the sidebar's badges do (audits apart); shell.js
+    // leaves a title the page sets alone.
+    document.body.dataset.ownTitle = "1";
+    document.title = (conversation ? "(" + conversation + ") " : "") + baseTitle;
   }
   function readState(state) {
     if (!counter || !state || typeof state.unread !== "number") return;

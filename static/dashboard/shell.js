@@ -21,7 +21,7 @@
   function here() { return decodeURIComponent(location.pathname); }
 
   // --- the sidebar ---------------------------------------------------------------------
-  function draw(rows) {
+  function draw(rows, more) {
     var items = rows.map(function (row) {
       var li = document.createElement("li");
       var a = document.createElement("a");
@@ -45,6 +45,16 @@
       li.appendChild(a);
       return li;
     });
+    if (more) {  // more channels than the sidebar lists: the channel list has them all
+      var rest = document.createElement("li");
+      var link = document.createElement("a");
+      link.href = body.dataset.channels + "?page=2";
+      link.className = "sidebar-link sidebar-rest";
+      link.id = "sidebar-rest";
+      link.textContent = "Channels active earlier…";
+      rest.appendChild(link);
+      items.push(rest);
+    }
     list.replaceChildren.apply(list, items);
     if (!rows.length) {
       var empty = document.createElement("li");
@@ -58,7 +68,7 @@
   function attention(state) {
     var n = state.unread + state.approvals.length + state.expired.length;
     // A page that set its own title since (the channel page's unread count) keeps it.
-    if (written !== null && document.title !== written) return;
+    if (body.dataset.ownTitle || (written !== null && document.title !== written)) return;
     written = n ? "(" + n + ") " + baseTitle : baseTitle;
     document.title = written;
   }
@@ -131,7 +141,7 @@
       .then(function (state) {
         if (!state) return;
         channels = state.channels;
-        draw(channels);
+        draw(channels, state.more);
         attention(state);
         announce(state);
         if (!timer) timer = setInterval(poll, Math.max(5, state.poll_seconds) * 1000);
