@@ -75,7 +75,9 @@ def test_the_badges_count_conversation_not_audits(browser, ann):  # noqa: F811
     services.event_post(
         channel=room,
         agent="alice",
-        request=event_request_parse({"type": "status", "harness": "omp", "status": "busy"}, agent="alice"),
+        request=event_request_parse(
+            {"type": "status", "harness": "omp", "status": "busy"}, agent="alice"
+        ),
     )
     services.message_post(channel=room, sender="alice", title="everyone")
     me = human_agent(ann)
