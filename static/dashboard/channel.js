@@ -33,6 +33,8 @@
     // The tab title counts conversation, as the sidebar's badges do (audits apart); shell.js
     // leaves a title the page sets alone.
     document.body.dataset.ownTitle = "1";
+    document.body.dataset.ownUnread = String(conversation);  // the sidebar's badge here
+    if (window.AgentChatNav) window.AgentChatNav.redraw();
     document.title = (conversation ? "(" + conversation + ") " : "") + baseTitle;
   }
   function readState(state) {

@@ -11,7 +11,7 @@
   var toggle = document.getElementById("sidebar-toggle");
   var notifyButton = document.getElementById("notify-toggle");
   var help = document.getElementById("shortcuts");
-  var baseTitle = document.title, written = null, channels = [], timer = null;
+  var baseTitle = document.title, written = null, channels = [], timer = null, drawn = null;
   var SEEN = "agentchat-seen", COUNTS = "agentchat-unread", WANT = "agentchat-notify";
 
   function store(key, fallback) {
@@ -22,7 +22,11 @@
 
   // --- the sidebar ---------------------------------------------------------------------
   function draw(rows, more) {
+    var own = body.dataset.ownUnread;  // the channel page's count, newer than nav/'s
     var items = rows.map(function (row) {
+      if (own !== undefined && here().indexOf(decodeURIComponent(row.url)) === 0) {
+        row = { name: row.name, url: row.url, unread: parseInt(own, 10) || 0 };
+      }
       var li = document.createElement("li");
       var a = document.createElement("a");
       a.href = row.url;
@@ -56,6 +60,7 @@
       items.push(rest);
     }
     list.replaceChildren.apply(list, items);
+    drawn = { rows: rows, more: more };
     if (!rows.length) {
       var empty = document.createElement("li");
       empty.className = "muted";
@@ -63,6 +68,9 @@
       list.appendChild(empty);
     }
   }
+
+  // The channel page tells of its own count as it reads (channel.js): the badge follows.
+  window.AgentChatNav = { redraw: function () { if (drawn) draw(drawn.rows, drawn.more); } };
 
   // --- tab title and notifications -----------------------------------------------------
   function attention(state) {

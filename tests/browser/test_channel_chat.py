@@ -158,8 +158,27 @@ def test_audits_are_compact_filtered_and_counted_apart_times_and_the_thread(
     page = _sign_in(browser, live, "desktop", "/c/room/?before=1")
     served = page.request.get(f"{live.url}/c/room/").text()
     assert 'data-conversation="3"' in served, served
+    # The tab title and the sidebar's badge count conversation (3), not the audits too; the
+    # sidebar's poll leaves the channel page's own title alone.
+    page.wait_for_function("() => document.body.dataset.navLoaded === '1'")
+    assert page.title() == "(3) room · AgentChat", page.title()
+    assert page.locator("#sidebar-list .badge").first.inner_text().split()[0] == "3"
     page.goto(f"{live.url}/c/room/")
     page.wait_for_function("() => window.__channelReady === true")
+    # Read as seen: the read bar's conversation count drops, and the sidebar's badge for this
+    # channel follows at once (not at the sidebar's next poll).
+    page.wait_for_function(
+        "() => document.body.dataset.navLoaded === '1' &&"
+        " +document.getElementById('unread-count').dataset.conversation < 3"
+    )
+    counts = page.evaluate(
+        """() => {
+            const here = document.querySelector('#sidebar-list a[aria-current=page] .badge');
+            return [document.getElementById('unread-count').dataset.conversation,
+                    here ? here.firstChild.textContent : '0'];
+        }"""
+    )
+    assert counts[0] == counts[1], counts
     assert page.locator(".message.compact").count() >= 1
     assert page.locator(".message.compact .record pre").first.is_hidden()  # one line, closed
     page.check("#conversation-only")
