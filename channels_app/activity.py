@@ -63,7 +63,15 @@ def channels_by_activity(
         if row is None:  # no longer visible between the two reads
             continue
         at_value: datetime | None = at
-        rows.append({**row, "topic": row.pop("topic_head"), "at": at_value})
+        rows.append(
+            {
+                "name": row["name"],
+                "visibility": row["visibility"],
+                "topic": row["topic_head"],
+                "unread": row["unread"],
+                "at": at_value,
+            }
+        )
     return rows, more
 
 

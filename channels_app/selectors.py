@@ -291,12 +291,12 @@ def cursor_and_unread(agent: Agent, *, conversation: bool = False) -> tuple[Coal
         Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
         0,
     )
-    unread = Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor")).filter(
+    rows = Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor")).filter(
         message_relevant_filter(agent.name)
     )
     if conversation:
-        unread = unread.filter(kind=Message.Kind.MESSAGE)
-    unread = unread.order_by().values("channel").annotate(n=Count("pk")).values("n")
+        rows = rows.filter(kind=Message.Kind.MESSAGE)
+    unread = rows.order_by().values("channel").annotate(n=Count("pk")).values("n")
     return cursor, Subquery(unread)
 
 
