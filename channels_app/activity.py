@@ -2,8 +2,8 @@
 dashboard's badges (the sidebar's ``nav/``, the channel list, the overview's "unread for you").
 
 The order and the limit are the database's: every channel the viewer may see is ranked by its
-latest activity (its last message's time, read at the (channel, seq) unique index; a channel
-without messages by when it was made), and only the first ``limit`` are then counted, in a
+latest activity (its last message's time, read at the (channel, seq) unique index; the channels
+without messages after those, the newest first), and only the first ``limit`` are then counted, in a
 second query: two queries whatever the number of channels, none per channel. The badges count
 conversation (messages of kind ``message`` for the viewer after its cursor): audits and events
 (task, lease, lock, whiteboard and status records) are left out of them; the channel page's
@@ -39,8 +39,7 @@ def channels_by_activity(
     ranked = list(
         channels_visible_to(agent.name)
         .annotate(last_ts=last_ts)
-        .annotate(activity=Coalesce(F("last_ts"), F("created_at")))
-        .order_by("-activity", "name")
+        .order_by(F("last_ts").desc(nulls_last=True), "-created_at", "name")
         .values_list("pk", "last_ts")[offset : offset + limit + 1]
     )
     more = len(ranked) > limit

@@ -40,7 +40,7 @@ def test_the_sidebar_ranks_every_channel_and_shows_the_200_most_recent(browser):
         state = browser.get("/nav/").json()
     assert len(many) == len(few)  # no query per channel
     names = [row["name"] for row in state["channels"]]
-    # c000 has the latest message; then the empty ones by when they were made, newest first.
+    # c000 has a message; then the empty ones by when they were made, newest first.
     # By name and cut at 200 first, c200 … c204 would be missing.
     assert names[:3] == ["c000", "c204", "c203"] and len(names) == 200
     assert state["more"] is True and "c001" not in names
