@@ -286,22 +286,21 @@ def message_unread_count(*, channel: Channel, agent: Agent, cursor: int) -> int:
     )
 
 
-def _cursor_and_unread(agent: Agent) -> tuple[Coalesce, Subquery]:
+def cursor_and_unread(agent: Agent, *, conversation: bool = False) -> tuple[Coalesce, Subquery]:
     """Per channel row: ``agent``'s cursor (0 when none) and the count of messages for it after
     that cursor (to annotate as ``cursor``, then ``unread``: the count reads ``cursor``), over
-    the (channel, seq) index range after the cursor."""
+    the (channel, seq) index range after the cursor; with ``conversation``, messages only (no
+    audit, no event: the dashboard's badges)."""
     cursor = Coalesce(
         Subquery(Cursor.objects.filter(agent=agent, channel=OuterRef("pk")).values("seq")[:1]),
         0,
     )
-    unread = (
-        Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor"))
-        .filter(message_relevant_filter(agent.name))
-        .order_by()
-        .values("channel")
-        .annotate(n=Count("pk"))
-        .values("n")
+    rows = Message.objects.filter(channel=OuterRef("pk"), seq__gt=OuterRef("cursor")).filter(
+        message_relevant_filter(agent.name)
     )
+    if conversation:
+        rows = rows.filter(kind=Message.Kind.MESSAGE)
+    unread = rows.order_by().values("channel").annotate(n=Count("pk")).values("n")
     return cursor, Subquery(unread)
 
 
@@ -310,13 +309,14 @@ def channel_list(
     agent: Agent,
     after: str | None = None,
     limit: int = LIST_LIMIT_MAX,
+    conversation: bool = False,
 ) -> ListPage:
     """A page of the channels the agent may see (after the name ``after``, by name), each with
     its cursor and unread count (``agentchat.core.http.pages``). The page is planned from the
     channels' sizes (the topic and the roster can be big), then loaded in one query: per
     channel, a count over the (channel, seq) index range after the cursor, so it costs the
-    unread rows, not the channel's size."""
-    cursor, unread = _cursor_and_unread(agent)
+    unread rows, not the channel's size. ``conversation``: ``cursor_and_unread``'s."""
+    cursor, unread = cursor_and_unread(agent, conversation=conversation)
 
     def load(rows: QuerySet[Channel]) -> QuerySet[Channel]:
         return rows.annotate(cursor=cursor).annotate(unread=Coalesce(unread, 0))
@@ -336,22 +336,6 @@ def channel_list(
         load=load,
         render=render,
     )
-
-
-def channels_unread_for(agent: Agent, *, limit: int) -> list[dict[str, Any]]:
-    """The channels ``agent`` may see with messages for it after its cursor (``name`` and
-    ``unread``, as ``channel_list`` counts them), most unread first: one query, at most
-    ``limit`` (the overview's "unread for you")."""
-    cursor, unread = _cursor_and_unread(agent)
-    rows = (
-        channels_visible_to(agent.name)
-        .annotate(cursor=cursor)
-        .annotate(unread=Coalesce(unread, 0))
-        .filter(unread__gt=0)
-        .order_by("-unread", "name")
-        .values_list("name", "unread")[:limit]
-    )
-    return [{"name": name, "unread": count} for name, count in rows]
 
 
 def channel_after_check(value: str) -> None:

@@ -55,11 +55,21 @@ def _image_as_link(renderer: Any, tokens: Any, index: int, options: Any, env: An
     return f'<a href="{escapeHtml(src)}">{escapeHtml(alt)}</a>'
 
 
-_PARSER = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-_PARSER.add_render_rule("image", _image_as_link)
-# Strikethrough as <del> (markdown-it writes <s>, which the allow-list does not name).
-_PARSER.add_render_rule("s_open", lambda *args: "<del>")
-_PARSER.add_render_rule("s_close", lambda *args: "</del>")
+def _parser(*, breaks: bool) -> MarkdownIt:
+    parser = MarkdownIt("commonmark", {"html": False, "breaks": breaks})
+    parser.enable(["table", "strikethrough"])
+    parser.add_render_rule("image", _image_as_link)
+    # Strikethrough as <del> (markdown-it writes <s>, which the allow-list does not name).
+    parser.add_render_rule("s_open", lambda *args: "<del>")
+    parser.add_render_rule("s_close", lambda *args: "</del>")
+    return parser
+
+
+_PARSER = _parser(breaks=False)
+# A person's body (``sender_kind`` human: what the composer sends) keeps its line breaks: a
+# single newline is a ``<br>`` (markdown's "breaks"), so what was typed with Shift+Enter is
+# what others see. An agent's body is plain CommonMark (a single newline joins the lines).
+_PARSER_BREAKS = _parser(breaks=True)
 
 
 def _mark(match: re.Match[str]) -> str:
@@ -85,15 +95,24 @@ def invisible_marked(html: str) -> str:
     return "".join(parts)
 
 
+def body_breaks(sender_kind: str) -> bool:
+    """Whether a body by a sender of this kind renders its single newlines as line breaks:
+    a person's (the dashboard's composer, a person's own token), never an agent's nor an
+    imported message's (always ``agent``)."""
+    return sender_kind == "human"
+
+
 def text_html(text: str) -> SafeString:
     """A one-line text (a title, a name) escaped, its invisible characters marked."""
     return mark_safe(invisible_marked(escape(text)))  # escaped; marks are our own markup
 
 
-def markdown_html(body: str) -> str:
-    """A message body as sanitized HTML."""
+def markdown_html(body: str, *, breaks: bool = False) -> str:
+    """A message body as sanitized HTML; with ``breaks``, a single newline is a line break
+    (a person's body: ``body_breaks``)."""
+    parser = _PARSER_BREAKS if breaks else _PARSER
     return nh3.clean(
-        invisible_marked(_PARSER.render(body)),
+        invisible_marked(parser.render(body)),
         tags=set(TAGS),
         attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
         allowed_classes={"span": {INVISIBLE_CLASS}},

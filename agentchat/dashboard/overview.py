@@ -11,7 +11,6 @@ only through the channels the viewer may see (``channels_visible_to``)."""
 from __future__ import annotations
 
 import functools
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,15 +25,10 @@ from agentchat.core.identity.selectors import agent_list_named
 from agentchat.core.models import Agent
 from agentchat.core.rules import clock
 from agentchat.dashboard.budget import heavy_page
+from channels_app.activity import channels_by_activity, channels_unread_for
 from channels_app.approvals import approvals_pending
 from channels_app.presence import presence_seen_by
-from channels_app.selectors import (
-    channel_list,
-    channels_unread_for,
-    channels_visible_to,
-    message_heads_at,
-    message_last_by_channel,
-)
+from channels_app.selectors import channels_visible_to, message_heads_at
 from locks_app.models import PathLock
 from locks_app.selectors import locks_among
 from tasks_app.models import Lease
@@ -154,33 +148,31 @@ def overview_fragment(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET"])
 @heavy_page
 def nav_state(request: HttpRequest) -> HttpResponse:
-    """JSON for every page's ``shell.js``: the channels by latest activity (name, unread for
-    me, last activity), and what may deserve a notification: the pending approvals, the
-    expired leases, my unread total. Built into the page with ``textContent`` only. 403 when
-    not signed in."""
+    """JSON for every page's ``shell.js``: the CHANNELS_SIDEBAR channels of latest activity
+    among all I may see (``channels_by_activity``: name, conversation unread for me, last
+    activity; ``more`` when there are others, which the channel list shows), and what may
+    deserve a notification: the pending approvals, the expired leases, my unread total (of
+    those channels). Built into the page with ``textContent`` only. 403 when not signed in."""
     if not request.user.is_authenticated:
         return JsonResponse({"error": {"code": "NOT_AUTHENTICATED"}}, status=403)
     me = human_agent(request.user)  # signed in
-    channels = [json.loads(part) for part in channel_list(agent=me, limit=CHANNELS_SIDEBAR).parts]
-    last = message_last_by_channel([c["name"] for c in channels])
-    rows = []
-    for item in channels:
-        ts = last.get(item["name"], {}).get("ts")
-        rows.append(
-            {
-                "name": item["name"],
-                "url": reverse("dashboard:channel", args=[item["name"]]),
-                "unread": item["unread"],
-                "at": ts.isoformat() if ts else None,
-            }
-        )
-    rows.sort(key=lambda r: r["at"] or "", reverse=True)
+    channels, more = channels_by_activity(me, limit=CHANNELS_SIDEBAR)
+    rows = [
+        {
+            "name": item["name"],
+            "url": _url("channel", item["name"]),
+            "unread": item["unread"],
+            "at": item["at"].isoformat() if item["at"] else None,
+        }
+        for item in channels
+    ]
     now = clock.now()
     pending, _ = approvals_pending(viewer=me.name, limit=APPROVALS_SHOWN)
     expired = [_lease_item(lease, now) for lease in _expired_leases(me)]
     return JsonResponse(
         {
             "channels": rows,
+            "more": more,
             "unread": sum(r["unread"] for r in rows),
             "approvals": [
                 {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Any, cast
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -31,9 +32,10 @@ from agentchat.dashboard.chat import (
     title_is_derived,
     wants_json,
 )
-from agentchat.dashboard.markdown import markdown_html
+from agentchat.dashboard.markdown import body_breaks, markdown_html
 from agentchat.dashboard.presence import channel_members, presence_nested
 from channels_app import services
+from channels_app.activity import channels_by_activity
 from channels_app.approval_rule import (
     APPROVAL_REQUEST,
     answer_decides,
@@ -87,8 +89,9 @@ def _form_error(exc: AppError) -> tuple[str, str]:
 @require_http_methods(["GET", "POST"])
 @heavy_page
 def channels(request: SignedInRequest) -> HttpResponse:
-    """The channel list by latest activity (unread ones stand out) and the form that creates
-    one, its errors beside their field in words (``_form_error``)."""
+    """The channel list by latest activity, PAGE_CHANNELS a page (``?page=2``), or by name
+    (``?order=name``, ``?after=``), each with its conversation unread for me, and the form that
+    creates one, its errors beside their field in words (``_form_error``)."""
     agent = human_agent(request.user)
     error: AppError | None = None
     errors: dict[str, str] = {}
@@ -109,31 +112,42 @@ def channels(request: SignedInRequest) -> HttpResponse:
         else:
             return redirect("dashboard:channel", created.name)
     after = request.GET.get("after") or None
+    by_name = after is not None or request.GET.get("order") == "name"
     try:
         if after is not None:
             channel_after_check(after)
+        page = int_parse(
+            request.GET.get("page"),
+            field="page",
+            code="INVALID_VALUE",
+            minimum=1,
+            maximum=10**4,
+            default=1,
+        )
     except AppError as exc:
         return render(request, "dashboard/error.html", {"agent": agent, "error": exc}, status=400)
-    page = channel_list(agent=agent, after=after, limit=PAGE_CHANNELS)
-    items = [json.loads(part) for part in page.parts]
+    if by_name:  # every channel, a page at a time by name
+        listed = channel_list(agent=agent, after=after, limit=PAGE_CHANNELS, conversation=True)
+        items = [json.loads(part) for part in listed.parts]
+        more, following = listed.more, f"?order=name&after={quote(listed.next or '')}"
+    else:  # by latest activity, ordered and cut in the database (channels_by_activity)
+        offset = (page - 1) * PAGE_CHANNELS
+        items, more = channels_by_activity(agent, limit=PAGE_CHANNELS, offset=offset)
+        following = f"?page={page + 1}"
     last = _last_messages([item["name"] for item in items])
     flags = loop_flags([item["name"] for item in items])
     for item in items:
         item["last"] = last.get(item["name"])
         item["loop"] = flags.get(item["name"])
-    # By latest activity (the page's channels: all of them up to PAGE_CHANNELS), unread first
-    # among equals; channels without messages last, by name.
-    items.sort(
-        key=lambda item: item["last"]["ts"].isoformat() if item["last"] else "", reverse=True
-    )
     return render(
         request,
         "dashboard/channels.html",
         {
             "agent": agent,
             "channels": items,
-            "more": page.more,
-            "next": page.next,
+            "by_name": by_name,
+            "more": more,
+            "following": following if more else None,
             "error": error,
             "errors": errors,
             "form": form,
@@ -181,7 +195,8 @@ def body_shown(message: Message, bodies: Bodies) -> dict[str, Any]:
         text, shown["cut"] = taken
         if message.kind == Message.Kind.MESSAGE:
             # Audit and event bodies are JSON records: shown as such, not as markdown.
-            shown["html"] = mark_safe(markdown_html(text))  # sanitized by nh3
+            html = markdown_html(text, breaks=body_breaks(message.sender_kind))
+            shown["html"] = mark_safe(html)  # sanitized by nh3
         else:
             shown["record"] = text
     return shown
@@ -200,7 +215,8 @@ def _quote_html(parent: Message) -> str:
     if len(text) > QUOTE_CHARACTERS:
         line_end = text.rfind("\n", 0, QUOTE_CHARACTERS)
         text = text[: line_end if line_end > QUOTE_CHARACTERS // 2 else QUOTE_CHARACTERS] + " …"
-    return mark_safe(markdown_html(text)) if text else ""  # sanitized by nh3
+    html = markdown_html(text, breaks=body_breaks(parent.sender_kind))
+    return mark_safe(html) if text else ""  # sanitized by nh3
 
 
 def _shown_messages(
@@ -222,7 +238,7 @@ def _shown_messages(
             for m in message_list_among(
                 channel=channel,
                 seqs=missing,
-                fields=("seq", "sender", "title", "body", "status", "kind"),
+                fields=("seq", "sender", "sender_kind", "title", "body", "status", "kind"),
             )
         )
     pending = approvals_pending_among(

@@ -3,8 +3,8 @@
 // frame's own body is never inserted). Reconnects with ?since= after a drop. Opens at the first
 // unread (or the bottom), follows new messages while the reader is at the bottom (else a
 // "N new" pill), marks read what was actually seen (IntersectionObserver, only while the tab
-// is visible, never past a message not yet seen), refreshes relative times, adds day
-// separators, and sends from the composer with Enter.
+// is visible, never past a message not yet seen), and sends from the composer with Enter.
+// Relative times and day separators: times.js (shared with the message/thread page).
 (function () {
   "use strict";
   var list = document.getElementById("messages");
@@ -21,55 +21,8 @@
   var filter = document.getElementById("conversation-only");
   var pill = document.getElementById("new-pill");
 
-  // ---- time: relative, refreshed; the reader's local time on hover; day separators ----
-  var relative = window.Intl && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: "auto" }) : null;
-  function ago(date) {
-    var s = (Date.now() - date.getTime()) / 1000;
-    if (s < 60) return "just now";
-    var units = [["minute", 60], ["hour", 3600], ["day", 86400], ["week", 604800], ["month", 2592000], ["year", 31536000]];
-    var unit = units[0];
-    for (var i = 0; i < units.length; i++) if (s >= units[i][1]) unit = units[i];
-    var n = Math.floor(s / unit[1]);
-    return relative ? relative.format(-n, unit[0]) : n + " " + unit[0] + (n === 1 ? "" : "s") + " ago";
-  }
-  function local(date) {
-    return date.toLocaleString(undefined, { weekday: "short", year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-  }
-  function times(root) {
-    root.querySelectorAll("time[datetime]").forEach(function (t) {
-      var date = new Date(t.getAttribute("datetime"));
-      if (isNaN(date)) return;
-      t.textContent = ago(date);
-      t.title = local(date);
-    });
-  }
-  function dayLabel(date) {
-    var today = new Date(); today.setHours(0, 0, 0, 0);
-    var day = new Date(date); day.setHours(0, 0, 0, 0);
-    var diff = Math.round((today - day) / 86400000);
-    if (diff === 0) return "Today";
-    if (diff === 1) return "Yesterday";
-    return date.toLocaleDateString(undefined, { weekday: "long", year: "numeric", month: "long", day: "numeric" });
-  }
-  function separators() {
-    list.querySelectorAll("li.day-sep").forEach(function (li) { li.remove(); });
-    var previous = null;
-    list.querySelectorAll("li.message[data-ts]").forEach(function (li) {
-      var date = new Date(li.dataset.ts);
-      if (isNaN(date)) return;
-      var key = date.toDateString();
-      if (key !== previous) {
-        var sep = document.createElement("li");
-        sep.className = "day-sep";
-        var span = document.createElement("span");
-        span.textContent = dayLabel(date);
-        sep.appendChild(span);
-        var before = li.previousElementSibling;
-        list.insertBefore(sep, before && before.classList.contains("unread-marker") ? before : li);
-        previous = key;
-      }
-    });
-  }
+  // ---- times and day separators: times.js (loaded before this script) ----
+  var times = window.AgentChatTimes.times, separators = window.AgentChatTimes.separators;
 
   // ---- unread counts and the tab title ----
   function showCounts(unread, conversation) {
@@ -77,7 +30,12 @@
     counter.dataset.unread = String(unread);
     counter.dataset.conversation = String(conversation);
     counter.textContent = unread + " unread" + (unread ? " · " + conversation + " conversation" : "");
-    document.title = (unread ? "(" + unread + ") " : "") + baseTitle;
+    // The tab title counts conversation, as the sidebar's badges do (audits apart); shell.js
+    // leaves a title the page sets alone.
+    document.body.dataset.ownTitle = "1";
+    document.body.dataset.ownUnread = String(conversation);  // the sidebar's badge here
+    if (window.AgentChatNav) window.AgentChatNav.redraw();
+    document.title = (conversation ? "(" + conversation + ") " : "") + baseTitle;
   }
   function readState(state) {
     if (!counter || !state || typeof state.unread !== "number") return;
@@ -340,9 +298,6 @@
     list.classList.toggle("conversation-only", filter.checked);
   }
 
-  times(document);
-  separators();
-  setInterval(function () { times(document); }, 30000);
   if (counter) showCounts(parseInt(counter.dataset.unread || "0", 10), parseInt(counter.dataset.conversation || "0", 10));
   list.querySelectorAll("li.message[data-seq]").forEach(enhance);
   // Open at the first unread, or at the bottom (a link to #m-N opens there, as it says).

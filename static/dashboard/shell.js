@@ -11,7 +11,7 @@
   var toggle = document.getElementById("sidebar-toggle");
   var notifyButton = document.getElementById("notify-toggle");
   var help = document.getElementById("shortcuts");
-  var baseTitle = document.title, written = null, channels = [], timer = null;
+  var baseTitle = document.title, written = null, channels = [], timer = null, drawn = null;
   var SEEN = "agentchat-seen", COUNTS = "agentchat-unread", WANT = "agentchat-notify";
 
   function store(key, fallback) {
@@ -21,8 +21,12 @@
   function here() { return decodeURIComponent(location.pathname); }
 
   // --- the sidebar ---------------------------------------------------------------------
-  function draw(rows) {
+  function draw(rows, more) {
+    var own = body.dataset.ownUnread;  // the channel page's count, newer than nav/'s
     var items = rows.map(function (row) {
+      if (own !== undefined && here().indexOf(decodeURIComponent(row.url)) === 0) {
+        row = { name: row.name, url: row.url, unread: parseInt(own, 10) || 0 };
+      }
       var li = document.createElement("li");
       var a = document.createElement("a");
       a.href = row.url;
@@ -45,7 +49,18 @@
       li.appendChild(a);
       return li;
     });
+    if (more) {  // more channels than the sidebar lists: the channel list has them all
+      var rest = document.createElement("li");
+      var link = document.createElement("a");
+      link.href = body.dataset.channels + "?page=2";
+      link.className = "sidebar-link sidebar-rest";
+      link.id = "sidebar-rest";
+      link.textContent = "Channels active earlier…";
+      rest.appendChild(link);
+      items.push(rest);
+    }
     list.replaceChildren.apply(list, items);
+    drawn = { rows: rows, more: more };
     if (!rows.length) {
       var empty = document.createElement("li");
       empty.className = "muted";
@@ -54,11 +69,14 @@
     }
   }
 
+  // The channel page tells of its own count as it reads (channel.js): the badge follows.
+  window.AgentChatNav = { redraw: function () { if (drawn) draw(drawn.rows, drawn.more); } };
+
   // --- tab title and notifications -----------------------------------------------------
   function attention(state) {
     var n = state.unread + state.approvals.length + state.expired.length;
     // A page that set its own title since (the channel page's unread count) keeps it.
-    if (written !== null && document.title !== written) return;
+    if (body.dataset.ownTitle || (written !== null && document.title !== written)) return;
     written = n ? "(" + n + ") " + baseTitle : baseTitle;
     document.title = written;
   }
@@ -131,7 +149,7 @@
       .then(function (state) {
         if (!state) return;
         channels = state.channels;
-        draw(channels);
+        draw(channels, state.more);
         attention(state);
         announce(state);
         if (!timer) timer = setInterval(poll, Math.max(5, state.poll_seconds) * 1000);

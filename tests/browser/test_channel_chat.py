@@ -137,6 +137,10 @@ def test_follows_at_the_bottom_else_a_pill_and_the_composer_sends_with_enter(
     posted = room.messages.get(seq=one + 2)
     assert (posted.title, posted.body, posted.reply_to) == ("ok", "ok\nsecond line", one)
     assert page.locator(f"#m-{one + 2} .title").count() == 0  # the derived title is not repeated
+    # A person's Shift+Enter line shows as a line (markdown "breaks"), not as a space.
+    assert page.locator(f"#m-{one + 2} .body br").count() == 1
+    lines = page.locator(f"#m-{one + 2} .body p").inner_text().splitlines()
+    assert [line.strip() for line in lines] == ["ok", "second line"], lines
     assert box.input_value() == ""
     _no_wider(page)
     _shots(page, f"chat-composer-{width}")
@@ -154,8 +158,27 @@ def test_audits_are_compact_filtered_and_counted_apart_times_and_the_thread(
     page = _sign_in(browser, live, "desktop", "/c/room/?before=1")
     served = page.request.get(f"{live.url}/c/room/").text()
     assert 'data-conversation="3"' in served, served
+    # The tab title and the sidebar's badge count conversation (3), not the audits too; the
+    # sidebar's poll leaves the channel page's own title alone.
+    page.wait_for_function("() => document.body.dataset.navLoaded === '1'")
+    assert page.title() == "(3) room · AgentChat", page.title()
+    assert page.locator("#sidebar-list .badge").first.inner_text().split()[0] == "3"
     page.goto(f"{live.url}/c/room/")
     page.wait_for_function("() => window.__channelReady === true")
+    # Read as seen: the read bar's conversation count drops, and the sidebar's badge for this
+    # channel follows at once (not at the sidebar's next poll).
+    page.wait_for_function(
+        "() => document.body.dataset.navLoaded === '1' &&"
+        " +document.getElementById('unread-count').dataset.conversation < 3"
+    )
+    counts = page.evaluate(
+        """() => {
+            const here = document.querySelector('#sidebar-list a[aria-current=page] .badge');
+            return [document.getElementById('unread-count').dataset.conversation,
+                    here ? here.firstChild.textContent : '0'];
+        }"""
+    )
+    assert counts[0] == counts[1], counts
     assert page.locator(".message.compact").count() >= 1
     assert page.locator(".message.compact .record pre").first.is_hidden()  # one line, closed
     page.check("#conversation-only")
@@ -165,8 +188,19 @@ def test_audits_are_compact_filtered_and_counted_apart_times_and_the_thread(
     title = page.locator(f"#m-{question['seq']} time").get_attribute("title")
     assert "UTC" not in title and "." not in title.split()[-1], title
     assert page.locator("li.day-sep").first.inner_text() == "Today"
+    # The thread page: the same times (times.js), refreshed, and one day separator for the
+    # three lists (the day is not repeated across them).
+    page.clock.install()
     page.goto(f"{live.url}/c/room/m/{answer['seq']}/")
     assert page.locator("#ancestors li.message").get_attribute("id") == f"m-{question['seq']}"
     assert page.locator("#replies li.message").get_attribute("id") == f"m-{answer['seq'] + 1}"
+    stamp = page.locator(f"#m-{answer['seq']} time")
+    assert "UTC" not in (stamp.get_attribute("title") or "")
+    assert page.locator("li.day-sep").all_inner_texts() == ["Today"]
+    assert page.locator("#ancestors li.day-sep").count() == 1
+    page.clock.fast_forward("05:00")  # past two of times.js's 30 s refreshes
+    page.wait_for_function(
+        f"() => /5 min/.test(document.querySelector('#m-{answer['seq']} time').textContent)"
+    )
     _no_wider(page)
     _shots(page, "chat-thread")

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentchat.dashboard.markdown import ATTRIBUTES, LINK_REL, TAGS, URL_SCHEMES, markdown_html
+from agentchat.dashboard.markdown import (
+    ATTRIBUTES,
+    LINK_REL,
+    TAGS,
+    URL_SCHEMES,
+    body_breaks,
+    markdown_html,
+)
 
 
 class _Elements(HTMLParser):
@@ -108,3 +115,18 @@ def test_raw_html_is_shown_as_text():
 )
 def test_any_mix_of_markup_characters_stays_inside_the_allow_list(body):
     assert_safe(markdown_html(body))
+
+
+def test_a_person_s_single_newline_is_a_line_break_an_agent_s_is_not():
+    body = "first line\nsecond line\n\n```\ncode\nkept\n```"
+    person = markdown_html(body, breaks=body_breaks("human"))
+    assert "<p>first line<br>\nsecond line</p>" in person
+    assert "<pre><code>code\nkept\n</code></pre>" in person  # code blocks as they were
+    agent = markdown_html(body, breaks=body_breaks("agent"))
+    assert "<p>first line\nsecond line</p>" in agent  # CommonMark: one paragraph line
+    assert_safe(person)
+
+
+@pytest.mark.parametrize("body", HOSTILE)
+def test_hostile_bodies_stay_safe_with_line_breaks(body):
+    assert_safe(markdown_html(body, breaks=True))

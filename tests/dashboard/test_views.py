@@ -87,7 +87,7 @@ def test_the_list_shows_what_the_human_may_see_with_unread_counts(browser, ann):
     assert "open-room" in page and "mine" in page
     assert "secret" not in page
     assert "hello &lt;b&gt;x&lt;/b&gt;" in page  # escaped
-    assert '<span class="badge" title="unread messages for you">3</span>' in page
+    assert '<span class="badge" title="unread conversation for you">3</span>' in page
     assert "my own" in page  # the last message of each channel
     assert not Cursor.objects.filter(agent=me).exists()  # looking marks nothing read
 
