@@ -72,9 +72,11 @@ def _notify_ready(fd: int, addresses: list[tuple[str, int]]) -> None:
         logging.getLogger("agentchat.serve").exception("could not write to --ready-fd %d", fd)
 
 
-def _daphne_cli(ready_fd: int | None) -> Any:
+def _daphne_cli(ready_fd: int | None, access_log: bool = True) -> Any:
     """Daphne's command line; with ``ready_fd``, its server writes ``ready <host:port>`` to that
-    descriptor once its reactor runs with the sockets listening, and closes it."""
+    descriptor once its reactor runs with the sockets listening, and closes it. Without
+    ``access_log`` no access line is made at all (daphne would format each one for
+    ``/dev/null``)."""
     from daphne.cli import CommandLineInterface
     from daphne.server import Server
     from twisted.internet import reactor  # daphne.server installed the asyncio reactor
@@ -83,6 +85,8 @@ def _daphne_cli(ready_fd: int | None) -> Any:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             if ready_fd is not None:
                 kwargs["ready_callable"] = self._ready_soon
+            if not access_log:
+                kwargs["action_logger"] = None
             super().__init__(*args, **kwargs)
 
         def _ready_soon(self) -> None:
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
 
     data_dir_prepare()
 
-    cli = _daphne_cli(args.ready_fd)
+    cli = _daphne_cli(args.ready_fd, access_log=not args.no_access_log)
     web_request_install()
 
     # An explicit endpoint for a deeper listen queue than Twisted's 50: a burst of a thousand
