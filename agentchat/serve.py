@@ -17,6 +17,7 @@ behind loses nothing.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import select
@@ -88,6 +89,7 @@ def _daphne_cli(ready_fd: int | None, access_log: bool = True) -> Any:
             if not access_log:
                 kwargs["action_logger"] = None
             super().__init__(*args, **kwargs)
+            gc_settle()
 
         def _ready_soon(self) -> None:
             # Daphne calls this with the sockets bound and just before it runs the reactor.
@@ -97,6 +99,24 @@ def _daphne_cli(ready_fd: int | None, access_log: bool = True) -> Any:
         server_class = ReadyServer
 
     return Cli()
+
+
+# The collector's first threshold (allocations less deallocations between young collections):
+# a request allocates a few thousand objects, so Python's 700 ran one every request or so.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def gc_settle() -> None:
+    """Once the application is loaded (daphne imported it before it builds its server): move
+    every object alive now (Django, the apps, the URL and model tables: hundreds of thousands
+    that live as long as the process) out of the collector's view (``gc.freeze``), and collect
+    the young generation less often. Measured: the collector was 11 % of a post's instructions
+    (callgrind), most of it full collections walking those long-lived objects again; cycles
+    made by requests are still collected."""
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 def pin_to_one_cpu(choice: str, port: int) -> int | None:
