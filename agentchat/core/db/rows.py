@@ -12,12 +12,14 @@ Use them only where a profile says so; everywhere else the ORM is clearer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, Model
 
 M = TypeVar("M", bound=Model)
+_BASE_PREP_SAVE = Field.get_db_prep_save
 Converter = Callable[[Any, Any, Any], Any]
 
 
@@ -120,11 +122,20 @@ def _insert_statement(model: type[Model], using: str) -> tuple[str, list[Any]]:
     return _insert_sql[key]
 
 
+# Values that are never an expression: for them Field.get_db_prep_save's ``hasattr(value,
+# "as_sql")`` (an AttributeError made and dropped per column, about 20 a post) is known false.
+_PLAIN = frozenset({str, int, float, bool, type(None), datetime})
+
+
 def _params(instance: Model, fields: list[Any], connection: Any) -> list[Any]:
-    return [
-        field.get_db_prep_save(field.pre_save(instance, True), connection=connection)
-        for field in fields
-    ]
+    params = []
+    for field in fields:
+        value = field.pre_save(instance, True)
+        if type(value) in _PLAIN and type(field).get_db_prep_save is _BASE_PREP_SAVE:
+            params.append(field.get_db_prep_value(value, connection=connection, prepared=False))
+        else:
+            params.append(field.get_db_prep_save(value, connection=connection))
+    return params
 
 
 def row_insert(instance: M, using: str = DEFAULT_DB_ALIAS) -> M:
