@@ -190,7 +190,7 @@ def sqlite_query_conversion_cached() -> None:
     def convert_query(self: Any, query: str, *, param_names: Any = None) -> str:
         if param_names is None:
             return qmark(query)
-        return cast(str, convert(self, query, param_names=param_names))
+        return convert(self, query, param_names=param_names)
 
     SQLiteCursorWrapper.convert_query = convert_query  # type: ignore[method-assign]
     SQLiteCursorWrapper._agentchat_cached = True  # type: ignore[attr-defined]

@@ -46,7 +46,6 @@ import io
 import logging
 import threading
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any, cast
 
 from django.conf import settings
@@ -224,7 +223,7 @@ def api_resolver() -> Callable[[str], ResolverMatch]:
         for pattern in site.url_patterns
         if str(pattern.pattern).startswith(("api/", "v1/", "^api/", "^v1/"))
     ]
-    resolver = URLResolver(RegexPattern(r"^/"), SimpleNamespace(urlpatterns=api))
+    resolver = URLResolver(RegexPattern(r"^/"), api)
     return functools.lru_cache(maxsize=RESOLVED_KEPT)(resolver.resolve)
 
 
