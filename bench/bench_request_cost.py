@@ -10,8 +10,9 @@ me/``. Server CPU per request comes from ``/proc/<pid>/stat`` (user + system) ar
 block. ``--callgrind`` runs the server under ``valgrind --tool=callgrind`` with instrumentation
 off, turned on (``callgrind_control -i on``) around each block only: instructions per request
 repeat within a fraction of a percent, whatever else the machine runs (the wall clock and the
-CPU figures do not, under valgrind). ``--py-spy OUT`` samples the server with py-spy (a
-flamegraph-ready ``raw`` file) for where the time goes. ``--postgres URL`` also reports the
+CPU figures do not, under valgrind). ``--py-spy OUT`` samples the server's thread that holds
+the GIL with py-spy (pip install py-spy; a flamegraph-ready ``raw`` file) for where the time
+goes. ``--postgres URL`` also reports the
 CPU the database's backends spent per post (the server's connections, from ``pg_stat_activity``
 pids). JSON on stdout.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -32,10 +34,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This checkout's server, whatever the venv has installed (harness.ROOT is the same folder).
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-import agentchat.serve as serve  # noqa: E402
-from harness import (  # noqa: E402
+from harness import (
     channel_create,
     create_tokens,
     migrate,
@@ -43,7 +45,9 @@ from harness import (  # noqa: E402
     proc_cpu_s,
     project_env,
 )
-from rawhttp import RawHttp  # noqa: E402
+from rawhttp import RawHttp
+
+import agentchat.serve as serve
 
 _daphne_command = serve.daphne_command
 
@@ -56,7 +60,7 @@ def _wrapped(prefix: list[str]) -> Any:
 
 
 def _server_pid(srv: serve.ServerProcess) -> int:
-    """The Python process: under py-spy the child of the launcher."""
+    """The server's process (under valgrind, valgrind's, which runs it)."""
     pid = srv.pid
     for _ in range(3):
         exe = os.readlink(f"/proc/{pid}/exe")
@@ -92,10 +96,8 @@ def _pg_backend_cpu(database_url: str | None) -> float:
         ]
     total = 0.0
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):  # a backend that ended meanwhile
             total += proc_cpu_s(pid)
-        except OSError:
-            pass
     return total
 
 
@@ -214,8 +216,11 @@ def main() -> int:
             channel_create(srv.url, tokens["alice"], "bench-cost")
             if args.py_spy:
                 spy = subprocess.Popen(
-                    [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(srv.pid)]
-                    + ["-r", "250", "--format", "raw", "-o", args.py_spy, "--gil"]
+                    [
+                        str(Path(sys.executable).parent / "py-spy"),
+                        *("record", "--pid", str(srv.pid), "-r", "250", "--format", "raw"),
+                        *("-o", args.py_spy, "--gil"),
+                    ]
                 )
                 time.sleep(1)  # py-spy attaches
             result = asyncio.run(
