@@ -37,7 +37,7 @@ from typing import Any
 # This checkout's server, whatever the venv has installed (harness.ROOT is the same folder).
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 
-from harness import (
+from harness import (  # noqa: E402
     channel_create,
     create_tokens,
     migrate,
@@ -45,9 +45,9 @@ from harness import (
     proc_cpu_s,
     project_env,
 )
-from rawhttp import RawHttp
+from rawhttp import RawHttp  # noqa: E402
 
-import agentchat.serve as serve
+import agentchat.serve as serve  # noqa: E402
 
 _daphne_command = serve.daphne_command
 
