@@ -45,12 +45,20 @@ import hashlib
 import io
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from django.urls import Resolver404, ResolverMatch, get_resolver, set_script_prefix
+from django.urls import (
+    Resolver404,
+    ResolverMatch,
+    URLResolver,
+    get_resolver,
+    set_script_prefix,
+)
+from django.urls.resolvers import RegexPattern
 
 from agentchat.core.db.faults import database_fault, fault_or_internal
 from agentchat.core.db.heavy import heavy_gate, view_heavy_bounded, view_is_heavy, work_budget
@@ -86,7 +94,7 @@ class ApiLane:
     def __init__(self) -> None:
         # Django's own request and response conversions; its middleware chain is not used.
         self.django = ASGIHandler()
-        self.resolver = get_resolver()
+        self.resolve = api_resolver()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         try:
@@ -105,7 +113,7 @@ class ApiLane:
             await self.django.send_response(cast(HttpResponseBase, error_response), send)
             return
         try:
-            match = self.resolver.resolve(request.path_info)
+            match = self.resolve(request.path_info)
         except Resolver404:
             if request.path_info.startswith("/v1/"):
                 hint = (
@@ -197,6 +205,26 @@ class ApiLane:
         if hasattr(response, "render") and callable(response.render):
             response = response.render()
         return response
+
+
+# Resolved paths kept (a channel's name is in most): a hostile client's distinct paths only
+# push older ones out; a path that resolves nowhere is never kept.
+RESOLVED_KEPT = 4096
+
+
+def api_resolver() -> Callable[[str], ResolverMatch]:
+    """``resolve`` for the lane's paths: the site's resolver walks the dashboard's and the
+    admin's routes (and records each miss) before it reaches ``api/v1/``; this one holds only
+    the site's routes under ``api/`` and ``v1/`` (the same patterns, so the same match), and
+    keeps the last RESOLVED_KEPT matches by path. Raises Resolver404."""
+    site = get_resolver()
+    api = [
+        pattern
+        for pattern in site.url_patterns
+        if str(pattern.pattern).startswith(("api/", "v1/", "^api/", "^v1/"))
+    ]
+    resolver = URLResolver(RegexPattern(r"^/"), api)
+    return functools.lru_cache(maxsize=RESOLVED_KEPT)(resolver.resolve)
 
 
 def is_heavy(match: ResolverMatch, method: str | None) -> bool:
