@@ -17,7 +17,7 @@ from channels_app import services
 from channels_app.events import event_request_parse
 from channels_app.models import Channel
 from tasks_app import services as tasks
-from tests.dashboard.test_overview import ann, browser  # noqa: F401 (fixtures)
+from tests.dashboard.test_overview import ann  # noqa: F401 (its person; browser from conftest)
 from tests.tasks_app.helpers import lasting
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,7 @@ def _channels(count: int, start: int = 0) -> None:
         services.channel_create(name=f"c{n:03d}", created_by="alice")
 
 
-def test_the_sidebar_ranks_every_channel_and_shows_the_200_most_recent(browser):  # noqa: F811
+def test_the_sidebar_ranks_every_channel_and_shows_the_200_most_recent(browser):
     Agent.objects.create(name="alice")
     _channels(3)
     browser.get("/nav/")  # the session, the human agent: made once
@@ -56,7 +56,7 @@ def test_the_sidebar_ranks_every_channel_and_shows_the_200_most_recent(browser):
     assert browser.get("/channels/?page=x").status_code == 400
 
 
-def test_a_channel_nobody_may_see_is_not_ranked(browser):  # noqa: F811
+def test_a_channel_nobody_may_see_is_not_ranked(browser):
     Agent.objects.create(name="alice")
     services.channel_create(name="open", created_by="alice")
     services.channel_create(

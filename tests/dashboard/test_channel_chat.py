@@ -9,7 +9,7 @@ from agentchat.core.identity.humans import human_agent
 from agentchat.dashboard.chat import title_from_body
 from channels_app import services
 from channels_app.models import Cursor
-from tests.dashboard.test_views import _token, ann, browser, room  # noqa: F401 (fixtures)
+from tests.dashboard.test_views import _token, room  # noqa: F401 (fixtures)
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -44,8 +44,8 @@ def test_a_post_without_a_title_takes_the_first_line_and_answers_json(browser, r
 
 
 def test_read_and_unread_answer_the_counts_and_unread_never_moves_forward(
-    browser,  # noqa: F811
-    ann,  # noqa: F811
+    browser,
+    ann,
     room,  # noqa: F811
 ):
     me = human_agent(ann)
@@ -65,8 +65,8 @@ def test_read_and_unread_answer_the_counts_and_unread_never_moves_forward(
 
 
 def test_a_channel_opens_at_the_first_unread_and_a_thread_shows_its_chain(
-    browser,  # noqa: F811
-    ann,  # noqa: F811
+    browser,
+    ann,
     room,  # noqa: F811
 ):
     me = human_agent(ann)
