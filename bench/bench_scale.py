@@ -222,10 +222,11 @@ def nginx_site(upstreams: list[int] | list[str], listen: str) -> str:
     lines = []
     for line in (ROOT / "deploy" / "nginx-agentchat.conf").read_text().splitlines():
         if line.rstrip().endswith("# agentchat-upstream"):
-            if upstreams is not None:
+            if upstreams is not None:  # the shipped line's parameters, on these servers
+                options = line.split("#")[0].strip().rstrip(";").split()[2:]
                 for where in upstreams:
                     target = f"127.0.0.1:{where}" if isinstance(where, int) else where
-                    lines.append(f"    server {target} max_fails=1 fail_timeout=2s;")
+                    lines.append(f"    server {' '.join([target, *options])};")
                 upstreams = None  # type: ignore[assignment]
             continue
         if line.rstrip().endswith("# agentchat-listen"):

@@ -41,6 +41,7 @@ from agentchat.core.identity.revocation import (
 from agentchat.core.live.follows import heavy_read
 from agentchat.core.live.layer import group_join, inbox_close, inbox_open
 from agentchat.core.live.push import EVENT_TYPE
+from agentchat.core.live.stopping import stopping, stopping_refusal, stopping_wait
 from agentchat.core.rules.errors import AppError
 from agentchat.relevance import is_relevant
 from channels_app.models import Channel
@@ -244,6 +245,10 @@ class _Parked:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         revoked_wait: asyncio.Future[Any] | None = None
+        # The server stopping (SIGTERM) ends a wait only where it is parked: a read or cursor
+        # move already on a database thread finishes and its page is answered; a refusal
+        # raised at a park point has moved nothing.
+        stop_wait = asyncio.ensure_future(stopping_wait())
 
         # (a cursor, the last seq examined from it with nothing relevant found): each read
         # examines at most READ_SCAN_ROWS messages, and goes on from where the last one stopped.
@@ -272,6 +277,8 @@ class _Parked:
                     inbox = None  # no doorbell: the sweeps look at the database
                 revoked_wait = asyncio.ensure_future(revoked.wait())
                 while True:
+                    if stopping():
+                        raise stopping_refusal()
                     page = await read()
                     if page.parts:
                         return WaitResult(page, timed_out=False)
@@ -293,12 +300,14 @@ class _Parked:
                         if self.receiving is None and inbox is not None:
                             self.receiving = asyncio.ensure_future(layer.receive(inbox))
                         await asyncio.wait(
-                            {f for f in (self.receiving, revoked_wait) if f is not None},
+                            {f for f in (self.receiving, revoked_wait, stop_wait) if f is not None},
                             timeout=min(remaining, sweep_at - loop.time()),
                             return_when=asyncio.FIRST_COMPLETED,
                         )
                         if revoked.is_set():
                             raise _token_revoked()
+                        if stopping():
+                            raise stopping_refusal()
                         if self.receiving is None or not self.receiving.done():
                             continue
                         if self.receiving.exception() is not None:  # the layer failed
@@ -327,6 +336,7 @@ class _Parked:
                         scan = (page.cursor, known)  # up to `known`: irrelevant, as the rings say
                         break  # a gap, a big message, a moved cursor or a revoked token: read
         finally:
+            stop_wait.cancel()
             if revoked_wait is not None:
                 revoked_wait.cancel()
 

@@ -97,7 +97,7 @@ def legacy_refuse(cursor: MonitorCursor | None) -> None:
     """Raise MONITOR_CURSOR_RETIRED, with where to resume, for a version-1 cursor. Sync."""
     if cursor is None or cursor.legacy is None:
         return
-    monitor_number()  # what has committed has its number: the resume point counts it
+    monitor_number(queued=True)  # what has committed has its number: the resume point counts it
     resume = MonitorCursor(legacy_resume(cursor.legacy)).encode()
     raise AppError(
         "MONITOR_CURSOR_RETIRED",
@@ -113,7 +113,7 @@ def monitor_page(
     """The deliveries numbered beyond ``cursor`` (from the start without one; see the module).
     Raises INVALID_CURSOR (beyond the monitor's tail), MONITOR_CURSOR_RETIRED. Sync."""
     max_bytes = max_bytes or settings.AGENTCHAT_READ_MAX_BYTES
-    monitor_number()
+    monitor_number(queued=True)
     legacy_refuse(cursor)
     start = 0 if cursor is None else cursor.seq
     if start > monitor_tail():

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 import json as jsonlib
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -58,6 +59,13 @@ TOKEN_HINT = (
 # The server's answer (429) to a heavy request while this agent's others fill its queue.
 BUSY = "HEAVY_REQUEST_BUSY"
 CHANNEL_HINT = "list channels with `agentchat channels`, create one with `agentchat init NAME`"
+
+
+def message_id() -> str:
+    """An id of the client's own for a post, in the form of the ids the server makes: a post
+    sent again (``Client.request(retry=True)``) after a dropped connection or a 502/503 (a
+    server process stopped in a deploy roll) is stored once, answered with the first."""
+    return f"msg_{uuid.uuid4().hex}"
 
 
 def seg(value: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentchat.client import ops, shapes
-from agentchat.client.api import Client, seg
+from agentchat.client.api import Client, message_id, seg
 from agentchat.client.errors import ClientError
 from agentchat.client.mcp_direct import DIRECT_TOOLS
 from agentchat.client.mcp_ep import EP_TOOLS
@@ -83,8 +83,9 @@ def channels(client: Client, args: dict[str, Any]) -> Any:
 
 
 def post(client: Client, args: dict[str, Any]) -> Any:
-    body = _pick(args, "title", "body", "to", "reply_to", "status")
-    return client.request("POST", _ch(args, "messages/"), json=body)
+    body = {"id": message_id(), **_pick(args, "title", "body", "to", "reply_to", "status")}
+    # Sent again after a dropped connection or a 502/503 (a deploy roll): stored once.
+    return client.request("POST", _ch(args, "messages/"), json=body, retry=True)
 
 
 def read(client: Client, args: dict[str, Any]) -> Any:

@@ -245,6 +245,9 @@ def _scan(
     return found, seen, False
 
 
+WS_CLOSE_TIMEOUT = 1.0
+
+
 def _subscribe(client: Client, channel: str, since: int, deadline: float) -> ClientConnection:
     url = client.ws_url(f"/ws/channels/{seg(channel)}/?since={since}")
     headers = {"Authorization": f"Bearer {client.token}"} if client.token else {}
@@ -256,6 +259,9 @@ def _subscribe(client: Client, channel: str, since: int, deadline: float) -> Cli
             open_timeout=max(0.5, min(10.0, deadline - time.monotonic())),
             max_size=WS_MAX_FRAME,
             user_agent_header="agentchat-cli",
+            # Closing waits for the server's close frame at most this long (the library's 10 s
+            # made a Ctrl-C of a wait take up to 10 s on a busy server before exiting 130).
+            close_timeout=WS_CLOSE_TIMEOUT,
         )
     except InvalidStatus:
         # A refused handshake says nothing of why: ask the REST API, which names the code

@@ -232,22 +232,28 @@ def _root_prepare(root: Path, *, adopt: bool) -> Path:
                     detail={"root": str(root), "entry": foreign[0]},
                 )
             state.mkdir(exist_ok=True)
-        (state / "channels").mkdir(exist_ok=True)
         # The state is written and pruned by name: a symlink there (a cloned audit
         # repository can carry one) would send the prune's removals and the manifests' writes
-        # wherever it points. Both folders must be real ones of the root.
-        for folder in (state, state / "channels"):
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                raise AppError(
-                    "SYNC_ROOT_INVALID",
-                    f"{folder} is not a directory (a symlink is never followed)",
-                    detail={"root": str(root), "entry": str(folder)},
-                )
+        # wherever it points. Both folders must be real ones of the root, each looked at
+        # before anything is made inside it.
+        _real_folder(state, root)
+        (state / "channels").mkdir(exist_ok=True)
+        _real_folder(state / "channels", root)
     except OSError as exc:
         raise AppError(
             "SYNC_ROOT_INVALID", f"{root}: {exc.strerror or exc}", detail={"root": str(root)}
         ) from exc
     return state
+
+
+def _real_folder(folder: Path, root: Path) -> None:
+    """Raises SYNC_ROOT_INVALID unless ``folder`` is a directory itself, not a symlink."""
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise AppError(
+            "SYNC_ROOT_INVALID",
+            f"{folder} is not a directory (a symlink is never followed)",
+            detail={"root": str(root), "entry": str(folder)},
+        )
 
 
 @contextmanager

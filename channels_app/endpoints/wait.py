@@ -23,7 +23,7 @@ from agentchat.core.http.pages import limit_parse
 from agentchat.core.http.query import query_check
 from agentchat.core.http.scope import scope_acting, scope_query, scope_token
 from agentchat.core.identity.services import token_authenticate
-from agentchat.core.live.stopping import stopping, stopping_refusal, stopping_wait
+from agentchat.core.live.stopping import stopping, stopping_refusal
 from agentchat.core.rules.validation import number_parse
 from channels_app.live import WaitResult, message_wait
 from channels_app.selectors import READ_LIMIT_MAX, channel_get
@@ -103,22 +103,18 @@ class WaitEndpoint:
             )
         )
         gone = asyncio.ensure_future(disconnected(receive))
-        stop = asyncio.ensure_future(stopping_wait())
         try:
-            await asyncio.wait({waiting, gone, stop}, return_when=asyncio.FIRST_COMPLETED)
+            # The server stopping ends the wait from inside (message_wait raises its refusal
+            # at a park point only, never with a cursor move in flight).
+            await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
             if answered.is_set() and not waiting.done():
                 await asyncio.wait({waiting})  # sent: let it leave the layer
         finally:
             if not waiting.done():
                 # First: a cursor move already on a database thread must not commit.
                 abandoned.set()
-            for task in (waiting, gone, stop):
+            for task in (waiting, gone):
                 task.cancel()
-        stopped = stop.done() and not stop.cancelled() and not gone.done() and stopping()
-        if stopped and not answered.is_set() and (not waiting.done() or waiting.cancelled()):
-            # The server stops: no answer yet, no cursor moved; the client sends it again.
-            await failure_send(send, stopping_refusal(), log=logger, what="wait stopped")
-            return
         if not waiting.done() or waiting.cancelled() or answered.is_set():
             return  # the client went away, or it has its answer
         error = waiting.exception()

@@ -25,6 +25,7 @@ import logging
 
 from django.db import DatabaseError, connection, transaction
 
+from agentchat.core.db.transactions import write_atomic
 from channels_app.models import Delivery, MonitorTail
 
 log = logging.getLogger(__name__)
@@ -56,14 +57,17 @@ def _unnumbered() -> bool:
     return Delivery.objects.filter(mseq__isnull=True).exists()
 
 
-def monitor_number() -> int:
+def monitor_number(*, queued: bool = False) -> int:
     """Number the committed deliveries that have no monitor number yet; how many it numbered.
-    Call outside a transaction that wrote deliveries (their numbers come after they commit)."""
+    Call outside a transaction that wrote deliveries (their numbers come after they commit).
+    ``queued`` (a monitor read): each batch's write transaction takes its turn at SQLite's
+    first-in-first-out writer queue like every other write (``write_atomic``); the delivering
+    request's hook runs while its own turn is still held, so it writes without queueing."""
     numbered = 0
     for _ in range(NUMBER_BATCHES_MAX):
         if not _unnumbered():  # the common case: nothing to write, no lock taken
             break
-        with transaction.atomic():
+        with write_atomic() if queued else transaction.atomic():
             tail = _tail_lock()
             pks = list(
                 Delivery.objects.filter(mseq__isnull=True)

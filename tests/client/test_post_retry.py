@@ -113,3 +113,15 @@ def test_a_post_whose_answer_was_lost_is_stored_once(live, make_agent, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("posted #1 -> review/")
     assert list(Message.objects.filter(title="once").values_list("seq", flat=True)) == [1]
+
+
+def test_the_mcp_post_tool_sends_one_id_again_after_a_drop_and_a_503():
+    from agentchat.client import mcp_tools
+    from agentchat.client.api import Client
+
+    with fake_server({POST: [None, DOWN, (201, STORED)]}) as fake:
+        answer = mcp_tools.post(Client(fake.url, "t"), {"channel": "review", "title": "t"})
+    assert answer["seq"] == 1
+    ids = {json.loads(body)["id"] for body in fake.bodies}
+    assert len(fake.bodies) == 3 and len(ids) == 1
+    assert re.fullmatch(r"msg_[0-9a-f]{32}", ids.pop())

@@ -157,8 +157,9 @@ def nginx_site(upstreams: list[str], listen: str) -> str:
     placed = False
     for line in (ROOT / "deploy" / "nginx-agentchat.conf").read_text().splitlines():
         if line.rstrip().endswith("# agentchat-upstream"):
-            if not placed:
-                lines += [f"    server {where} max_fails=1 fail_timeout=2s;" for where in upstreams]
+            if not placed:  # the shipped line's parameters, on these servers
+                options = line.split("#")[0].strip().rstrip(";").split()[2:]
+                lines += [f"    server {' '.join([where, *options])};" for where in upstreams]
                 placed = True
             continue
         if line.rstrip().endswith("# agentchat-listen"):

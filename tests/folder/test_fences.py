@@ -81,7 +81,16 @@ def test_a_folder_without_fences_has_no_sidecar(api_for, tmp_path):
 
 @pytest.mark.parametrize(
     "sidecar",
-    ['{"tasks": {"T": true}}', '{"tasks": {"T": 1.0}}', '{"lock_fence": -1}', '{"x": 1}', "[]"],
+    [
+        '{"tasks": {"T": true}}',
+        '{"tasks": {"T": 1.0}}',
+        '{"lock_fence": -1}',
+        '{"x": 1}',
+        "[]",
+        # The largest bigint: the next claim's fence would overflow the column (a 500).
+        '{"tasks": {"T": 9223372036854775807}}',
+        '{"lock_fence": 1000000000000000000}',
+    ],
 )
 def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
     from agentchat.folder.sync import folder_sync
@@ -108,3 +117,22 @@ def test_the_reference_reads_a_folder_with_the_sidecar(fenced, tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout
+
+
+def test_fences_restored_at_the_largest_value_still_grow(fenced, tmp_path, api_for):
+    from agentchat.folder.sync import folder_sync
+
+    folder_sync(root=tmp_path, channel="ours")
+    top = 10**18 - 1
+    sidecar = tmp_path / "ours" / "_fences.json"
+    fences = json.loads(sidecar.read_text())
+    fences["tasks"]["U"] = top - 1
+    fences["lock_fence"] = top - 1
+    sidecar.write_text(json.dumps(fences))
+    Channel.objects.get(name="ours").delete()
+    call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
+    carol = api_for("carol")
+    assert carol.post(f"{TASKS}U/claim/", {}, format="json").json()["fence"] == top
+    assert carol.post(LOCKS, {"paths": ["lib/"]}, format="json").json()["fence"] == top
+    checked = carol.get(f"{TASKS}U/fence/?fence={top}").json()
+    assert (checked["state"], checked["fence"]) == ("current", top)

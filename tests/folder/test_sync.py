@@ -398,3 +398,21 @@ def test_a_symlinked_state_folder_is_refused_and_nothing_outside_is_touched(
     assert caught.value.code == "SYNC_ROOT_INVALID"
     assert scenario.tree(outside) == before
     assert (outside / "channels" / "review.json").read_text() == "keep"
+
+
+def test_nothing_is_made_through_a_symlinked_state_folder(tmp_path: Path) -> None:
+    """The state folder is looked at before anything is made in it: a link to an empty
+    folder elsewhere gets no ``channels/`` there (the refusal used to come after the mkdir)."""
+    scenario.build()
+    root = tmp_path / "root"
+    folder_sync(root=root)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    import shutil
+
+    shutil.rmtree(root / SYNC_DIR)
+    (root / SYNC_DIR).symlink_to(outside)
+    with pytest.raises(AppError) as caught:
+        folder_sync(root=root)
+    assert caught.value.code == "SYNC_ROOT_INVALID"
+    assert list(outside.iterdir()) == []

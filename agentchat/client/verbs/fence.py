@@ -36,8 +36,9 @@ def cmd_fence_check(client: Client, args: argparse.Namespace) -> int:
 
 
 def fence_value(text: str) -> int:
-    """A fence on the command line: ASCII digits only (``int`` takes other digits and spaces)."""
-    if not (text.isascii() and text.isdigit() and len(text) <= 19):
+    """A fence on the command line: ASCII digits only (``int`` takes other digits and spaces),
+    at most 18 of them (the server's largest fence is 10^18-1)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
         raise argparse.ArgumentTypeError(f"not a fence (ASCII digits): {text!r}")
     return int(text)
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import uuid
 from collections.abc import Iterable
 from itertools import takewhile
 from pathlib import PurePosixPath
 from typing import Any
 
 from agentchat.client import ops, shapes, text
-from agentchat.client.api import Client, seg
+from agentchat.client.api import Client, message_id, seg
 from agentchat.client.errors import EXIT_USAGE, ClientError
 from agentchat.client.safe import line
 from agentchat.client.verbs import chan, check_as, dump, err, out, out_json, values
@@ -111,10 +110,8 @@ def _recipients(to: str | None) -> list[str]:
 
 
 def cmd_post(client: Client, args: argparse.Namespace) -> None:
-    # An id of the client's own: a post retried after a dropped connection or a 502/503 (a
-    # server process stopped in a deploy roll) answers 200 with the first one, stored once.
     payload: dict[str, Any] = {
-        "id": f"msg_{uuid.uuid4().hex}",  # the form of the ids the server makes
+        "id": message_id(),  # sent again with the post after a dropped answer: stored once
         "title": args.title,
         "body": _body(args),
         "to": _recipients(args.to),

@@ -15,7 +15,7 @@ FENCE_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": FENC
 FENCE_HELP = (
     "optional: the fence the caller was given; when it is not the current one the request is "
     "refused (409 STALE_FENCE) before anything else is judged. A JSON integer (not a boolean, "
-    "not 1.0, not a string) from 0 to 2^63-1, else INVALID_FENCE"
+    "not 1.0, not a string) from 0 to 10^18-1, else INVALID_FENCE"
 )
 
 

@@ -208,15 +208,19 @@ class ApiLane:
 
 
 # Resolved paths kept (a channel's name is in most): a hostile client's distinct paths only
-# push older ones out; a path that resolves nowhere is never kept.
+# push older ones out; a path that resolves nowhere is never kept, nor one longer than any
+# real route (names are at most 64 characters), so the cache holds at most ~4 MB whatever
+# requests arrive before authentication.
 RESOLVED_KEPT = 4096
+RESOLVED_PATH_MAX = 512
 
 
 def api_resolver() -> Callable[[str], ResolverMatch]:
     """``resolve`` for the lane's paths: the site's resolver walks the dashboard's and the
     admin's routes (and records each miss) before it reaches ``api/v1/``; this one holds only
     the site's routes under ``api/`` and ``v1/`` (the same patterns, so the same match), and
-    keeps the last RESOLVED_KEPT matches by path. Raises Resolver404."""
+    keeps the last RESOLVED_KEPT matches of paths up to RESOLVED_PATH_MAX characters. Raises
+    Resolver404."""
     site = get_resolver()
     api = [
         pattern
@@ -224,7 +228,12 @@ def api_resolver() -> Callable[[str], ResolverMatch]:
         if str(pattern.pattern).startswith(("api/", "v1/", "^api/", "^v1/"))
     ]
     resolver = URLResolver(RegexPattern(r"^/"), api)
-    return functools.lru_cache(maxsize=RESOLVED_KEPT)(resolver.resolve)
+    kept = functools.lru_cache(maxsize=RESOLVED_KEPT)(resolver.resolve)
+
+    def resolve(path: str) -> ResolverMatch:
+        return kept(path) if len(path) <= RESOLVED_PATH_MAX else resolver.resolve(path)
+
+    return resolve
 
 
 def is_heavy(match: ResolverMatch, method: str | None) -> bool:

@@ -287,7 +287,7 @@ _TABLE: tuple[tuple[Any, ...], ...] = (
     (
         "INVALID_FENCE",
         400,
-        "`fence` is not a JSON integer (or, in a query, ASCII digits) from 0 to 2^63-1",
+        "`fence` is not a JSON integer (or, in a query, ASCII digits) from 0 to 10^18-1",
     ),
     ("STALE_FENCE", 409, "the fence sent is not the task's or lock's current one"),
     # --- path locks (the reference's PATH_LOCK_* codes; exit family 1 as in the reference)

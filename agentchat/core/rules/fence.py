@@ -15,7 +15,10 @@ from typing import Any, Literal
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import int_parse
 
-FENCE_MAX = 2**63 - 1  # a bigint column
+# 18 digits, as every integer a client sends (validation.MAX_INT_DIGITS): a bigint column
+# with room to grow, so the next fence after any accepted one (even one an import restored)
+# still fits, and a fence a million times a second lasts 30,000 years.
+FENCE_MAX = 10**18 - 1
 FIELD = "fence"
 
 State = Literal["current", "expired", "stale"]
