@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentchat.core.rules.errors import AppError
-from agentchat.core.rules.fence import FENCE_MAX
 
 FENCES_FILE = "_fences.json"
 CODE = "IMPORT_INVALID_FENCES"
+# The largest fence a sidecar may hold: 2^53-1, the largest integer a JSON reader of doubles
+# keeps exact, and far below the bigint column's 2^63-1, so that every claim and lock after an
+# import can still take the next fence (a sidecar at 2^63-1 made every later claim a 500).
+IMPORT_FENCE_MAX = 2**53 - 1
 
 
 @dataclass
@@ -53,9 +56,11 @@ def fences_bytes(fences: Fences) -> bytes | None:
 
 
 def _fence(value: object, where: str, key: str) -> int:
-    if type(value) is not int or not 0 <= value <= FENCE_MAX:
+    if type(value) is not int or not 0 <= value <= IMPORT_FENCE_MAX:
         raise AppError(
-            CODE, f"{where}: {key} must be an integer from 0 to {FENCE_MAX}", detail={"file": where}
+            CODE,
+            f"{where}: {key} must be an integer from 0 to {IMPORT_FENCE_MAX}",
+            detail={"file": where},
         )
     return value
 

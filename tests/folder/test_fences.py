@@ -81,7 +81,15 @@ def test_a_folder_without_fences_has_no_sidecar(api_for, tmp_path):
 
 @pytest.mark.parametrize(
     "sidecar",
-    ['{"tasks": {"T": true}}', '{"tasks": {"T": 1.0}}', '{"lock_fence": -1}', '{"x": 1}', "[]"],
+    [
+        '{"tasks": {"T": true}}',
+        '{"tasks": {"T": 1.0}}',
+        '{"lock_fence": -1}',
+        '{"x": 1}',
+        "[]",
+        '{"lock_fence": 9007199254740992}',  # 2^53: beyond what the import takes
+        '{"tasks": {"U": 9223372036854775807}}',  # 2^63-1: the next claim would overflow
+    ],
 )
 def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
     from agentchat.folder.sync import folder_sync
@@ -92,6 +100,28 @@ def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
     with pytest.raises(Exception, match="IMPORT_INVALID_FENCES"):
         call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
     assert not Channel.objects.filter(name="ours").exists()
+
+
+def test_a_sidecar_at_the_largest_fence_leaves_later_claims_and_locks_working(
+    fenced, api_for, tmp_path
+):
+    """A sidecar at the import's bound: the next claim and the next lock still take the next
+    fence (the bound used to be the column's own maximum, and every later claim was a 500)."""
+    from agentchat.folder.fences import IMPORT_FENCE_MAX
+    from agentchat.folder.sync import folder_sync
+
+    folder_sync(root=tmp_path, channel="ours")
+    sidecar = tmp_path / "ours" / "_fences.json"
+    data = json.loads(sidecar.read_text())
+    data["tasks"]["U"] = data["lock_fence"] = IMPORT_FENCE_MAX
+    sidecar.write_text(json.dumps(data))
+    Channel.objects.get(name="ours").delete()
+    call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
+    carol = api_for("carol")
+    claimed = carol.post(f"{TASKS}U/claim/", {}, format="json")
+    assert claimed.status_code == 200 and claimed.json()["fence"] == IMPORT_FENCE_MAX + 1
+    locked = carol.post(LOCKS, {"paths": ["new/x"]}, format="json")
+    assert locked.status_code == 201 and locked.json()["fence"] == IMPORT_FENCE_MAX + 1
 
 
 def test_the_reference_reads_a_folder_with_the_sidecar(fenced, tmp_path):
