@@ -102,6 +102,28 @@ def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
     assert not Channel.objects.filter(name="ours").exists()
 
 
+@pytest.mark.parametrize("kind", ["link", "dir"])
+def test_a_sidecar_that_is_no_regular_file_refuses_the_import(fenced, tmp_path, kind):
+    """A link (or a folder) in place of the sidecar is refused like any record, never
+    skipped: skipping it imported every fence as 0, so a holder's old fence was current
+    again after the next claim."""
+    from agentchat.folder.sync import folder_sync
+
+    folder_sync(root=tmp_path, channel="ours")
+    sidecar = tmp_path / "ours" / "_fences.json"
+    kept = tmp_path / "kept.json"
+    sidecar.rename(kept)
+    if kind == "link":
+        sidecar.symlink_to(kept)
+    else:
+        sidecar.mkdir()
+    Channel.objects.get(name="ours").delete()
+    code = "IMPORT_PATH_OUTSIDE_ROOT" if kind == "link" else "IMPORT_UNREADABLE"
+    with pytest.raises(Exception, match=code):
+        call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
+    assert not Channel.objects.filter(name="ours").exists()
+
+
 def test_a_sidecar_at_the_largest_fence_leaves_later_claims_and_locks_working(
     fenced, api_for, tmp_path
 ):
