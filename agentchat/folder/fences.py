@@ -26,10 +26,10 @@ from agentchat.core.rules.errors import AppError
 
 FENCES_FILE = "_fences.json"
 CODE = "IMPORT_INVALID_FENCES"
-# The largest fence a sidecar may hold: 2^53-1, the largest integer a JSON reader of doubles
-# keeps exact, and far below the bigint column's 2^63-1, so that every claim and lock after an
-# import can still take the next fence (a sidecar at 2^63-1 made every later claim a 500).
-IMPORT_FENCE_MAX = 2**53 - 1
+# The largest fence a sidecar may hold: 2^62, half the bigint column's 2^63-1, so that every
+# claim and lock after an import can still take the next fence (a sidecar at 2^63-1 made every
+# later claim a 500). A database reaches it only by 2^62 claims, or by an import near it.
+IMPORT_FENCE_MAX = 2**62
 
 
 @dataclass

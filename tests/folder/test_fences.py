@@ -87,7 +87,7 @@ def test_a_folder_without_fences_has_no_sidecar(api_for, tmp_path):
         '{"lock_fence": -1}',
         '{"x": 1}',
         "[]",
-        '{"lock_fence": 9007199254740992}',  # 2^53: beyond what the import takes
+        '{"lock_fence": 4611686018427387905}',  # 2^62+1: beyond what the import takes
         '{"tasks": {"U": 9223372036854775807}}',  # 2^63-1: the next claim would overflow
     ],
 )
