@@ -27,6 +27,11 @@ from agentchat.core.rules.fence import FENCE_MAX
 
 FENCES_FILE = "_fences.json"
 CODE = "IMPORT_INVALID_FENCES"
+# The largest fence a sidecar may hold: a tenth of the largest a client may send (FENCE_MAX),
+# so that every claim and lock after an import can still take the next fence and send it back
+# (a sidecar at 2^63-1 made every later claim a 500). A database reaches it only by 10^17
+# claims, or by an import near it.
+IMPORT_FENCE_MAX = (FENCE_MAX + 1) // 10
 
 
 @dataclass
@@ -53,9 +58,11 @@ def fences_bytes(fences: Fences) -> bytes | None:
 
 
 def _fence(value: object, where: str, key: str) -> int:
-    if type(value) is not int or not 0 <= value <= FENCE_MAX:
+    if type(value) is not int or not 0 <= value <= IMPORT_FENCE_MAX:
         raise AppError(
-            CODE, f"{where}: {key} must be an integer from 0 to {FENCE_MAX}", detail={"file": where}
+            CODE,
+            f"{where}: {key} must be an integer from 0 to {IMPORT_FENCE_MAX}",
+            detail={"file": where},
         )
     return value
 

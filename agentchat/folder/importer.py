@@ -327,7 +327,9 @@ def channel_plan(root: Dir, name: str, cache_budget: list[int] | None = None) ->
         _markers_read(plan, channel_dir, listing, senders)
         _tasks_read(plan, channel_dir)
         _locks_read(plan, channel_dir)
-        if reading.stat_key(channel_dir, FENCES_FILE) is not None:
+        # Present in any form (a link, a folder, a FIFO): read it, so that such a sidecar is
+        # refused as every record is, never skipped (which would import every fence as 0).
+        if any(entry.name == FENCES_FILE for entry in listing):
             raw, _ = reading.file_read(channel_dir, FENCES_FILE, limit=RECORD_MAX_BYTES)
             where = channel_dir.child(FENCES_FILE)
             plan.fences = fences_parse(json_record(raw, where, FENCES_CODE), where=where)

@@ -87,9 +87,11 @@ def test_a_folder_without_fences_has_no_sidecar(api_for, tmp_path):
         '{"lock_fence": -1}',
         '{"x": 1}',
         "[]",
-        # The largest bigint: the next claim's fence would overflow the column (a 500).
+        # Past what an import takes (10^17): the next claims could not be sent back (or, at
+        # 2^63-1, stored at all: a 500).
         '{"tasks": {"T": 9223372036854775807}}',
         '{"lock_fence": 1000000000000000000}',
+        '{"lock_fence": 100000000000000001}',
     ],
 )
 def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
@@ -101,6 +103,50 @@ def test_a_malformed_sidecar_refuses_the_import(fenced, tmp_path, sidecar):
     with pytest.raises(Exception, match="IMPORT_INVALID_FENCES"):
         call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
     assert not Channel.objects.filter(name="ours").exists()
+
+
+@pytest.mark.parametrize("kind", ["link", "dir"])
+def test_a_sidecar_that_is_no_regular_file_refuses_the_import(fenced, tmp_path, kind):
+    """A link (or a folder) in place of the sidecar is refused like any record, never
+    skipped: skipping it imported every fence as 0, so a holder's old fence was current
+    again after the next claim."""
+    from agentchat.folder.sync import folder_sync
+
+    folder_sync(root=tmp_path, channel="ours")
+    sidecar = tmp_path / "ours" / "_fences.json"
+    kept = tmp_path / "kept.json"
+    sidecar.rename(kept)
+    if kind == "link":
+        sidecar.symlink_to(kept)
+    else:
+        sidecar.mkdir()
+    Channel.objects.get(name="ours").delete()
+    code = "IMPORT_PATH_OUTSIDE_ROOT" if kind == "link" else "IMPORT_UNREADABLE"
+    with pytest.raises(Exception, match=code):
+        call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
+    assert not Channel.objects.filter(name="ours").exists()
+
+
+def test_a_sidecar_at_the_largest_fence_leaves_later_claims_and_locks_working(
+    fenced, api_for, tmp_path
+):
+    """A sidecar at the import's bound: the next claim and the next lock still take the next
+    fence (the bound used to be the column's own maximum, and every later claim was a 500)."""
+    from agentchat.folder.fences import IMPORT_FENCE_MAX
+    from agentchat.folder.sync import folder_sync
+
+    folder_sync(root=tmp_path, channel="ours")
+    sidecar = tmp_path / "ours" / "_fences.json"
+    data = json.loads(sidecar.read_text())
+    data["tasks"]["U"] = data["lock_fence"] = IMPORT_FENCE_MAX
+    sidecar.write_text(json.dumps(data))
+    Channel.objects.get(name="ours").delete()
+    call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
+    carol = api_for("carol")
+    claimed = carol.post(f"{TASKS}U/claim/", {}, format="json")
+    assert claimed.status_code == 200 and claimed.json()["fence"] == IMPORT_FENCE_MAX + 1
+    locked = carol.post(LOCKS, {"paths": ["new/x"]}, format="json")
+    assert locked.status_code == 201 and locked.json()["fence"] == IMPORT_FENCE_MAX + 1
 
 
 def test_the_reference_reads_a_folder_with_the_sidecar(fenced, tmp_path):
@@ -117,22 +163,3 @@ def test_the_reference_reads_a_folder_with_the_sidecar(fenced, tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "FAIL" not in result.stdout
-
-
-def test_fences_restored_at_the_largest_value_still_grow(fenced, tmp_path, api_for):
-    from agentchat.folder.sync import folder_sync
-
-    folder_sync(root=tmp_path, channel="ours")
-    top = 10**18 - 1
-    sidecar = tmp_path / "ours" / "_fences.json"
-    fences = json.loads(sidecar.read_text())
-    fences["tasks"]["U"] = top - 1
-    fences["lock_fence"] = top - 1
-    sidecar.write_text(json.dumps(fences))
-    Channel.objects.get(name="ours").delete()
-    call_command("import_folder", "--root", str(tmp_path), stdout=StringIO())
-    carol = api_for("carol")
-    assert carol.post(f"{TASKS}U/claim/", {}, format="json").json()["fence"] == top
-    assert carol.post(LOCKS, {"paths": ["lib/"]}, format="json").json()["fence"] == top
-    checked = carol.get(f"{TASKS}U/fence/?fence={top}").json()
-    assert (checked["state"], checked["fence"]) == ("current", top)
