@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from agentchat.client import shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
+from agentchat.client.files import read_bounded
 from agentchat.client.safe import line
 from agentchat.client.verbs import dump, out, out_json
 
@@ -136,16 +136,13 @@ def cmd_contacts_show(client: Client, args: argparse.Namespace) -> None:
 
 def _card(source: str) -> dict[str, Any]:
     """The card of a file, or of stdin (``-``): a JSON object."""
-    try:
-        if source == "-":
-            raw = sys.stdin.buffer.read(CARD_MAX_BYTES + 1) if sys.stdin is not None else b""
-        else:
-            with open(source, "rb") as handle:
-                raw = handle.read(CARD_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ClientError("BODY_UNREADABLE", f"could not read the card {source}: {exc}") from exc
-    if len(raw) > CARD_MAX_BYTES:
-        raise ClientError("FIELD_TOO_LARGE", f"the card {source} is over {CARD_MAX_BYTES} bytes")
+    raw = read_bounded(
+        source,
+        CARD_MAX_BYTES,
+        unreadable=("BODY_UNREADABLE", f"could not read the card {source}"),
+        too_large=("FIELD_TOO_LARGE", f"the card {source} is over {CARD_MAX_BYTES} bytes"),
+        dash_is_stdin=True,
+    )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
