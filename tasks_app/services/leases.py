@@ -191,6 +191,31 @@ def _lease_write(
     )
 
 
+def _lease_taken(
+    op: _Mutation,
+    *,
+    event: str,
+    owner: str,
+    expires_at: datetime,
+    fence: int,
+    details: dict[str, Any],
+    history: dict[str, Any] | None = None,
+    conflict_code: str = "TASK_CONFLICT",
+) -> Task:
+    """A claim's or a recovery's end: the task in progress under ``owner`` at ``fence``, its
+    history row naming ``owner`` and ``expires_at`` (and ``history``'s columns)."""
+    return _lease_write(
+        op,
+        event=event,
+        history={"owner": owner, "lease_expires_at": expires_at, **(history or {})},
+        details=details,
+        conflict_code=conflict_code,
+        owner=owner,
+        status=Status.IN_PROGRESS,
+        fence=fence,
+    )
+
+
 @write_atomic()
 def lease_claim(
     *,
@@ -248,15 +273,14 @@ def lease_claim(
             f"task {task.task_id} is already leased",
             detail={"task_id": task.task_id},
         ) from None
-    return _lease_write(
+    return _lease_taken(
         op,
         event=LeaseHistory.Event.CLAIMED,
-        history={"owner": actor, "lease_expires_at": expires_at},
+        owner=actor,
+        expires_at=expires_at,
+        fence=fence,
         details={"lease_owner": actor},
         conflict_code="LEASE_CONFLICT",
-        owner=actor,
-        status=Status.IN_PROGRESS,
-        fence=fence,
     )
 
 
@@ -369,6 +393,20 @@ def lease_release(*, channel: Channel, task_id: str, actor: str, fence: int | No
     )
 
 
+def _seen_lease(
+    channel: Channel, task_id: str, owner: str | None, expires_at: datetime | None
+) -> tuple[Task, Lease]:
+    """The task and its lease as the admin saw them (``owner`` and ``expires_at``, when
+    given), the channel locked first. Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT."""
+    channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    lease = selectors.task_lease(task)
+    if lease is None:
+        _raise_lease_not_found(task)
+    _seen_check(task, lease, owner, expires_at)
+    return task, lease
+
+
 def _seen_check(task: Task, lease: Lease, owner: str | None, expires_at: datetime | None) -> None:
     """``seen_changed`` of the lease. Raises TASK_CONFLICT."""
     if seen_changed((lease.owner, lease.lease_expires_at), owner, expires_at):
@@ -412,12 +450,7 @@ def lease_recover(
     new_owner = check_agent_name(
         actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
     )
-    channel_lock(channel)
-    task = selectors.task_get(channel=channel, task_id=task_id)
-    lease = selectors.task_lease(task)
-    if lease is None:
-        _raise_lease_not_found(task)
-    _seen_check(task, lease, expected_owner, expected_expires_at)
+    task, lease = _seen_lease(channel, task_id, expected_owner, expected_expires_at)
     now = clock.now()
     if not is_expired(lease.lease_expires_at, now):
         raise AppError(
@@ -452,20 +485,18 @@ def lease_recover(
         # Someone recovered it for someone else (the admin): the reference's keys stay as
         # they are and name the new owner; ``actor`` says who acted, as the sender does.
         details["actor"] = actor
-    return _lease_write(
+    return _lease_taken(
         op,
         event=LeaseHistory.Event.RECOVERED,
+        owner=new_owner,
+        expires_at=expires_at,
+        fence=fence,
+        details=details,
         history={
-            "owner": new_owner,
-            "lease_expires_at": expires_at,
             "previous_owner": previous_owner,
             "previous_lease_expires_at": previous_expiry,
             "recovery_reason": reason,
         },
-        details=details,
-        owner=new_owner,
-        status=Status.IN_PROGRESS,
-        fence=fence,
     )
 
 
@@ -492,12 +523,7 @@ def lease_force_release(
     Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT (the lease is no longer
     ``expected_owner``'s until ``expected_expires_at``, when given).
     """
-    channel_lock(channel)
-    task = selectors.task_get(channel=channel, task_id=task_id)
-    lease = selectors.task_lease(task)
-    if lease is None:
-        _raise_lease_not_found(task)
-    _seen_check(task, lease, expected_owner, expected_expires_at)
+    task, lease = _seen_lease(channel, task_id, expected_owner, expected_expires_at)
     now = clock.now()
     # A leased task is in_progress, and in_progress -> open is always allowed: this only
     # refuses a state that the services never write.
