@@ -16,15 +16,15 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from agentchat.core.admin_actions import (
+    ExpiryFilter,
     ReadOnly,
     ReasonForm,
+    RecoverForm,
     Seen,
     confirm_page,
-    owner_exists_check,
     seen_parse,
 )
 from agentchat.core.identity.services import admin_actor
-from agentchat.core.rules import clock
 from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import is_expired
 from channels_app.selectors import channels_refusing_owner
@@ -83,32 +83,18 @@ class TaskAdmin(ReadOnly, admin.ModelAdmin):
             return _expiry_cell(None)
 
 
-class ExpiredFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("expired", "expired (stale)"), ("active", "active")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Lease]) -> QuerySet[Lease]:
-        if self.value() == "expired":
-            return queryset.filter(lease_expires_at__lte=clock.now())
-        if self.value() == "active":
-            return queryset.filter(lease_expires_at__gt=clock.now())
-        return queryset
+class ExpiredFilter(ExpiryFilter):
+    field = "lease_expires_at"
+    options = [("expired", "expired (stale)"), ("active", "active")]
 
 
-class RecoverLeaseForm(ReasonForm):
+class RecoverLeaseForm(RecoverForm):
     owner = forms.CharField(
         label="New owner", max_length=64, help_text="the agent that takes the task over"
     )
     lease_seconds = forms.FloatField(
         label="Lease seconds", initial=services.DEFAULT_LEASE_SECONDS, required=False
     )
-    field_order = ["owner", "reason", "lease_seconds"]
-
-    def clean_owner(self) -> str:
-        return owner_exists_check(self.cleaned_data["owner"])
 
 
 RECOVER_INTRO = (

@@ -16,11 +16,14 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.contrib import admin
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from agentchat.core.models import Agent
+from agentchat.core.rules import clock
 from agentchat.core.rules.validation import REASON_MAX
 
 TEMPLATE = "admin/agentchat_core/action_confirm.html"
@@ -40,6 +43,26 @@ class ReadOnly:
         return False
 
 
+class ExpiryFilter(admin.SimpleListFilter):
+    """The admins' "state" filter of rows that expire: ``active`` (``field`` after now) or
+    ``expired`` (at or before now). Each family names its ``field`` and its ``options``."""
+
+    title = "state"
+    parameter_name = "state"
+    field: str
+    options: list[tuple[str, str]]
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return self.options
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "active":
+            return queryset.filter(**{f"{self.field}__gt": clock.now()})
+        if self.value() == "expired":
+            return queryset.filter(**{f"{self.field}__lte": clock.now()})
+        return queryset
+
+
 class ReasonForm(forms.Form):
     # Not stripped: the service judges the reason, with its family's code.
     reason = forms.CharField(
@@ -55,6 +78,16 @@ def owner_exists_check(owner: str) -> str:
     if not Agent.objects.filter(name=owner).exists():
         raise forms.ValidationError(f"no agent named {owner!r}")
     return owner
+
+
+class RecoverForm(ReasonForm):
+    """A recovery's form: the new ``owner`` (an agent), the reason, the new ``lease_seconds``,
+    in that order. Each family declares the two fields in its own words."""
+
+    field_order = ["owner", "reason", "lease_seconds"]
+
+    def clean_owner(self) -> str:
+        return owner_exists_check(self.cleaned_data["owner"])
 
 
 @dataclass(frozen=True)
