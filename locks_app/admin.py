@@ -18,11 +18,10 @@ from agentchat.core.admin_actions import (
     ReadOnly,
     ReasonForm,
     RecoverForm,
+    acted,
     confirm_page,
-    seen_parse,
 )
 from agentchat.core.identity.services import admin_actor
-from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import Duration, is_expired
 from channels_app.selectors import channels_refusing_owner
 from locks_app import services
@@ -116,22 +115,9 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     def _each(
         self, request: HttpRequest, queryset: QuerySet[PathLock], act: Any, done: str
     ) -> None:
-        """``act(lock, seen)`` for each selected lock, as the page showed it."""
-        count = 0
-        for lock in queryset.select_related("channel"):
-            seen = seen_parse(request, lock.pk)
-            if seen is None:
-                self.message_user(
-                    request, f"{lock.lock_id}: not shown on the page; look again", messages.ERROR
-                )
-                continue
-            try:
-                act(lock, seen)
-                count += 1
-            except AppError as exc:
-                self.message_user(
-                    request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
-                )
+        """``act(lock, seen)`` for each selected lock, as the page showed it (``acted``)."""
+        rows = queryset.select_related("channel")
+        count = sum(1 for _ in acted(self, request, rows, lambda lock: lock.lock_id, act))
         if count:
             self.message_user(request, f"{done} {count} lock(s).", messages.SUCCESS)
 

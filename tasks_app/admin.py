@@ -21,11 +21,10 @@ from agentchat.core.admin_actions import (
     ReasonForm,
     RecoverForm,
     Seen,
+    acted,
     confirm_page,
-    seen_parse,
 )
 from agentchat.core.identity.services import admin_actor
-from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import is_expired
 from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
@@ -81,6 +80,10 @@ class TaskAdmin(ReadOnly, admin.ModelAdmin):
             return _expiry_cell(task.lease)
         except Lease.DoesNotExist:
             return _expiry_cell(None)
+
+
+def _where(lease: Lease) -> str:
+    return f"{lease.task.channel.name}/{lease.task.task_id}"
 
 
 class ExpiredFilter(ExpiryFilter):
@@ -144,21 +147,9 @@ class LeaseAdmin(ReadOnly, admin.ModelAdmin):
 
     def _each(self, request: HttpRequest, queryset: QuerySet[Lease], act: Any) -> None:
         """``act(lease, seen)`` for each selected lease, as the page showed it; reports."""
-        for lease in queryset.select_related("task", "task__channel"):
-            task = lease.task
-            where = f"{task.channel.name}/{task.task_id}"
-            seen = seen_parse(request, lease.pk)
-            if seen is None:
-                self.message_user(
-                    request, f"{where}: not shown on the page; look again", messages.ERROR
-                )
-                continue
-            try:
-                done = act(lease, seen)
-            except AppError as exc:
-                self.message_user(request, f"{where}: {exc.code}: {exc.message}", messages.ERROR)
-            else:
-                self.message_user(request, f"{where}: {done}", messages.SUCCESS)
+        rows = queryset.select_related("task", "task__channel")
+        for where, done in acted(self, request, rows, _where, act):
+            self.message_user(request, f"{where}: {done}", messages.SUCCESS)
 
     @admin.action(description="Recover stale lease", permissions=["recover"])
     def recover_stale_lease(

@@ -11,12 +11,13 @@ for whoever holds it now.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -24,6 +25,7 @@ from django.template.response import TemplateResponse
 
 from agentchat.core.models import Agent
 from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import REASON_MAX
 
 TEMPLATE = "admin/agentchat_core/action_confirm.html"
@@ -158,3 +160,29 @@ def confirm_page(
             "submit": submit,
         },
     )
+
+
+def acted(
+    model_admin: Any,
+    request: HttpRequest,
+    rows: Iterable[Any],
+    where: Callable[[Any], str],
+    act: Callable[[Any, Seen], Any],
+) -> Iterator[tuple[str, Any]]:
+    """``act(row, seen)`` for each of ``rows`` as the page showed it: yields ``(where(row),
+    what act answered)`` of each done; a row the page did not show, or that the service
+    refused, is reported as an error message and skipped."""
+    for row in rows:
+        label = where(row)
+        seen = seen_parse(request, row.pk)
+        if seen is None:
+            model_admin.message_user(
+                request, f"{label}: not shown on the page; look again", messages.ERROR
+            )
+            continue
+        try:
+            result = act(row, seen)
+        except AppError as exc:
+            model_admin.message_user(request, f"{label}: {exc.code}: {exc.message}", messages.ERROR)
+        else:
+            yield label, result
