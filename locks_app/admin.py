@@ -14,15 +14,14 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from agentchat.core.admin_actions import (
+    ExpiryFilter,
     ReadOnly,
     ReasonForm,
+    RecoverForm,
+    acted,
     confirm_page,
-    owner_exists_check,
-    seen_parse,
 )
 from agentchat.core.identity.services import admin_actor
-from agentchat.core.rules import clock
-from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import Duration, is_expired
 from channels_app.selectors import channels_refusing_owner
 from locks_app import services
@@ -30,20 +29,9 @@ from locks_app.imports import LOCK_FIELDS
 from locks_app.models import PathLock, PathLockEntry
 
 
-class ExpiryFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("active", "active"), ("expired", "expired (recovery required)")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[PathLock]) -> QuerySet[PathLock]:
-        now = clock.now()
-        if self.value() == "active":
-            return queryset.filter(expires_at__gt=now)
-        if self.value() == "expired":
-            return queryset.filter(expires_at__lte=now)
-        return queryset
+class LockExpiryFilter(ExpiryFilter):
+    field = "expires_at"
+    options = [("active", "active"), ("expired", "expired (recovery required)")]
 
 
 class PathLockEntryInline(admin.TabularInline):
@@ -57,7 +45,7 @@ class PathLockEntryInline(admin.TabularInline):
         return False
 
 
-class RecoverForm(ReasonForm):
+class LockRecoverForm(RecoverForm):
     # Not stripped: the service judges names and reasons, with its own codes.
     owner = forms.CharField(
         max_length=64, strip=False, help_text="the agent that takes the lock over"
@@ -65,10 +53,6 @@ class RecoverForm(ReasonForm):
     lease_seconds = forms.FloatField(
         initial=services.DEFAULT_LEASE_SECONDS, help_text="the new lease, in seconds"
     )
-    field_order = ["owner", "reason", "lease_seconds"]
-
-    def clean_owner(self) -> str:
-        return owner_exists_check(self.cleaned_data["owner"])
 
 
 RECOVER_INTRO = (
@@ -91,7 +75,7 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     "force release" ``lock_force_release``."""
 
     list_display = ("lock_id", "channel", "owner", "state", "expires_at", "paths", "locked_at")
-    list_filter = (ExpiryFilter, "channel")
+    list_filter = (LockExpiryFilter, "channel")
     search_fields = ("lock_id", "owner", "entries__normalized_path")
     list_select_related = ("channel",)
     # A lock's record, field for field (its paths are the inline below).
@@ -131,22 +115,9 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     def _each(
         self, request: HttpRequest, queryset: QuerySet[PathLock], act: Any, done: str
     ) -> None:
-        """``act(lock, seen)`` for each selected lock, as the page showed it."""
-        count = 0
-        for lock in queryset.select_related("channel"):
-            seen = seen_parse(request, lock.pk)
-            if seen is None:
-                self.message_user(
-                    request, f"{lock.lock_id}: not shown on the page; look again", messages.ERROR
-                )
-                continue
-            try:
-                act(lock, seen)
-                count += 1
-            except AppError as exc:
-                self.message_user(
-                    request, f"{lock.lock_id}: {exc.code}: {exc.message}", messages.ERROR
-                )
+        """``act(lock, seen)`` for each selected lock, as the page showed it (``acted``)."""
+        rows = queryset.select_related("channel")
+        count = sum(1 for _ in acted(self, request, rows, lambda lock: lock.lock_id, act))
         if count:
             self.message_user(request, f"{done} {count} lock(s).", messages.SUCCESS)
 
@@ -170,7 +141,7 @@ class PathLockAdmin(ReadOnly, admin.ModelAdmin):
     def recover_stale_lock(
         self, request: HttpRequest, queryset: QuerySet[PathLock]
     ) -> HttpResponse | None:
-        form = RecoverForm(request.POST if "apply" in request.POST else None)
+        form = LockRecoverForm(request.POST if "apply" in request.POST else None)
         if form.is_valid():
             refused = channels_refusing_owner(
                 form.cleaned_data["owner"], [lock.channel for lock in queryset]

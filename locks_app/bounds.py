@@ -114,28 +114,36 @@ def caps_check(
       agent's. Raises PATH_LOCK_TOO_MANY_PATTERNS.
     - All entries: AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT and _MAX_PATHS. Raises
       PATH_LOCK_TOO_MANY_PATHS."""
-    roots = root_count(entries)
-    if roots:
-        held_caps_check(
+    # (held, wanted, per agent, per channel, refusal), checked in this order.
+    checks = [
+        (
+            PathLockEntry.objects.filter(channel_id=channel.pk),
+            len(entries),
+            settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT,
+            settings.AGENTCHAT_PATH_LOCK_MAX_PATHS,
+            too_many_paths,
+        )
+    ]
+    if roots := root_count(entries):
+        roots_check = (
             PathLockEntry.objects.filter(index_key=index_key(channel.pk, WORKSPACE)),
             roots,
+            settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT,
+            settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS,
+            too_many_patterns,
+        )
+        checks.insert(0, roots_check)
+    for held, wanted, per_agent, per_channel, refusal in checks:
+        held_caps_check(
+            held,
+            wanted,
             owner=owner,
             now=now,
             exclude_lock_pk=exclude_lock_pk,
-            per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS_PER_AGENT,
-            per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_ROOT_PATTERNS,
-            refusal=too_many_patterns,
+            per_agent=per_agent,
+            per_channel=per_channel,
+            refusal=refusal,
         )
-    held_caps_check(
-        PathLockEntry.objects.filter(channel_id=channel.pk),
-        len(entries),
-        owner=owner,
-        now=now,
-        exclude_lock_pk=exclude_lock_pk,
-        per_agent=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS_PER_AGENT,
-        per_channel=settings.AGENTCHAT_PATH_LOCK_MAX_PATHS,
-        refusal=too_many_paths,
-    )
 
 
 def conflicts_listed(pks: Collection[int], now: datetime) -> tuple[list[dict[str, Any]], bool]:

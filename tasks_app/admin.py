@@ -16,16 +16,15 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from agentchat.core.admin_actions import (
+    ExpiryFilter,
     ReadOnly,
     ReasonForm,
+    RecoverForm,
     Seen,
+    acted,
     confirm_page,
-    owner_exists_check,
-    seen_parse,
 )
 from agentchat.core.identity.services import admin_actor
-from agentchat.core.rules import clock
-from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.records import is_expired
 from channels_app.selectors import channels_refusing_owner
 from tasks_app import services
@@ -83,32 +82,22 @@ class TaskAdmin(ReadOnly, admin.ModelAdmin):
             return _expiry_cell(None)
 
 
-class ExpiredFilter(admin.SimpleListFilter):
-    title = "state"
-    parameter_name = "state"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("expired", "expired (stale)"), ("active", "active")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Lease]) -> QuerySet[Lease]:
-        if self.value() == "expired":
-            return queryset.filter(lease_expires_at__lte=clock.now())
-        if self.value() == "active":
-            return queryset.filter(lease_expires_at__gt=clock.now())
-        return queryset
+def _where(lease: Lease) -> str:
+    return f"{lease.task.channel.name}/{lease.task.task_id}"
 
 
-class RecoverLeaseForm(ReasonForm):
+class ExpiredFilter(ExpiryFilter):
+    field = "lease_expires_at"
+    options = [("expired", "expired (stale)"), ("active", "active")]
+
+
+class RecoverLeaseForm(RecoverForm):
     owner = forms.CharField(
         label="New owner", max_length=64, help_text="the agent that takes the task over"
     )
     lease_seconds = forms.FloatField(
         label="Lease seconds", initial=services.DEFAULT_LEASE_SECONDS, required=False
     )
-    field_order = ["owner", "reason", "lease_seconds"]
-
-    def clean_owner(self) -> str:
-        return owner_exists_check(self.cleaned_data["owner"])
 
 
 RECOVER_INTRO = (
@@ -158,21 +147,9 @@ class LeaseAdmin(ReadOnly, admin.ModelAdmin):
 
     def _each(self, request: HttpRequest, queryset: QuerySet[Lease], act: Any) -> None:
         """``act(lease, seen)`` for each selected lease, as the page showed it; reports."""
-        for lease in queryset.select_related("task", "task__channel"):
-            task = lease.task
-            where = f"{task.channel.name}/{task.task_id}"
-            seen = seen_parse(request, lease.pk)
-            if seen is None:
-                self.message_user(
-                    request, f"{where}: not shown on the page; look again", messages.ERROR
-                )
-                continue
-            try:
-                done = act(lease, seen)
-            except AppError as exc:
-                self.message_user(request, f"{where}: {exc.code}: {exc.message}", messages.ERROR)
-            else:
-                self.message_user(request, f"{where}: {done}", messages.SUCCESS)
+        rows = queryset.select_related("task", "task__channel")
+        for where, done in acted(self, request, rows, _where, act):
+            self.message_user(request, f"{where}: {done}", messages.SUCCESS)
 
     @admin.action(description="Recover stale lease", permissions=["recover"])
     def recover_stale_lease(

@@ -175,27 +175,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as", dest="agent", help="agent (default: the token's)")
 
     as_names = ("--as", "--from", "--owner")
-    p = command("lock", locks.cmd_lock, "lock workspace-relative paths")
-    channel_arg(p)
-    p.add_argument("paths", nargs="+", help="paths or globs")
-    p.add_argument(*as_names, dest="owner", help="agent (default: the token's)")
-    _lease_flag(p)
 
-    p = command("check", locks.cmd_check, "check paths for lock conflicts (exit 0 either way)")
-    channel_arg(p)
-    p.add_argument("paths", nargs="+")
-    p.add_argument(*as_names, dest="owner", help="agent (checked only)")
+    def lock_verb(
+        name: str,
+        func: Command,
+        help_text: str,
+        what: str,
+        owner_help: str = "agent (default: the token's)",
+        **how: Any,
+    ) -> argparse.ArgumentParser:
+        """A lock verb's parser: the channel, what it acts on, and the owner it acts as."""
+        p = command(name, func, help_text)
+        channel_arg(p)
+        p.add_argument(what, **how)
+        p.add_argument(*as_names, dest="owner", help=owner_help)
+        return p
 
-    p = command("unlock", locks.cmd_unlock, "release a lock you own")
-    channel_arg(p)
-    p.add_argument("target", help="lock id or exact normalized path")
-    p.add_argument(*as_names, dest="owner", help="agent (default: the token's)")
-    _fence_flag(p)
-
-    p = command("recover", locks.cmd_recover, "recover an expired path lock")
-    channel_arg(p)
-    p.add_argument("target", help="lock id or exact normalized path")
-    p.add_argument(*as_names, dest="owner", help="agent (default: the token's)")
+    target = "lock id or exact normalized path"
+    what = "lock workspace-relative paths"
+    _lease_flag(lock_verb("lock", locks.cmd_lock, what, "paths", nargs="+", help="paths or globs"))
+    what = "check paths for lock conflicts (exit 0 either way)"
+    lock_verb("check", locks.cmd_check, what, "paths", "agent (checked only)", nargs="+")
+    _fence_flag(
+        lock_verb("unlock", locks.cmd_unlock, "release a lock you own", "target", help=target)
+    )
+    p = lock_verb(
+        "recover", locks.cmd_recover, "recover an expired path lock", "target", help=target
+    )
     p.add_argument("--reason", required=True)
     _lease_flag(p, "new lock")
 

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentchat.client.errors import ClientError
+from agentchat.client.files import read_bounded
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ENV_URL = "AGENT_CHAT_URL"
@@ -91,13 +92,12 @@ def config_path(env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
 def config_file_read(path: Path) -> dict[str, Any]:
     """The config file's table; ``CONFIG_INVALID`` naming the file when it cannot be read, is
     not TOML, is too big, or holds an unknown key or a value of the wrong type."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(CONFIG_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ClientError("CONFIG_INVALID", f"cannot read config file {path}: {exc}") from exc
-    if len(raw) > CONFIG_MAX_BYTES:
-        raise ClientError("CONFIG_INVALID", f"config file {path} is over {CONFIG_MAX_BYTES} bytes")
+    raw = read_bounded(
+        path,
+        CONFIG_MAX_BYTES,
+        unreadable=("CONFIG_INVALID", f"cannot read config file {path}"),
+        too_large=("CONFIG_INVALID", f"config file {path} is over {CONFIG_MAX_BYTES} bytes"),
+    )
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

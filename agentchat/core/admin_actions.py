@@ -11,16 +11,21 @@ for whoever holds it now.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from agentchat.core.models import Agent
+from agentchat.core.rules import clock
+from agentchat.core.rules.errors import AppError
 from agentchat.core.rules.validation import REASON_MAX
 
 TEMPLATE = "admin/agentchat_core/action_confirm.html"
@@ -40,6 +45,26 @@ class ReadOnly:
         return False
 
 
+class ExpiryFilter(admin.SimpleListFilter):
+    """The admins' "state" filter of rows that expire: ``active`` (``field`` after now) or
+    ``expired`` (at or before now). Each family names its ``field`` and its ``options``."""
+
+    title = "state"
+    parameter_name = "state"
+    field: str
+    options: list[tuple[str, str]]
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return self.options
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "active":
+            return queryset.filter(**{f"{self.field}__gt": clock.now()})
+        if self.value() == "expired":
+            return queryset.filter(**{f"{self.field}__lte": clock.now()})
+        return queryset
+
+
 class ReasonForm(forms.Form):
     # Not stripped: the service judges the reason, with its family's code.
     reason = forms.CharField(
@@ -55,6 +80,16 @@ def owner_exists_check(owner: str) -> str:
     if not Agent.objects.filter(name=owner).exists():
         raise forms.ValidationError(f"no agent named {owner!r}")
     return owner
+
+
+class RecoverForm(ReasonForm):
+    """A recovery's form: the new ``owner`` (an agent), the reason, the new ``lease_seconds``,
+    in that order. Each family declares the two fields in its own words."""
+
+    field_order = ["owner", "reason", "lease_seconds"]
+
+    def clean_owner(self) -> str:
+        return owner_exists_check(self.cleaned_data["owner"])
 
 
 @dataclass(frozen=True)
@@ -125,3 +160,29 @@ def confirm_page(
             "submit": submit,
         },
     )
+
+
+def acted(
+    model_admin: Any,
+    request: HttpRequest,
+    rows: Iterable[Any],
+    where: Callable[[Any], str],
+    act: Callable[[Any, Seen], Any],
+) -> Iterator[tuple[str, Any]]:
+    """``act(row, seen)`` for each of ``rows`` as the page showed it: yields ``(where(row),
+    what act answered)`` of each done; a row the page did not show, or that the service
+    refused, is reported as an error message and skipped."""
+    for row in rows:
+        label = where(row)
+        seen = seen_parse(request, row.pk)
+        if seen is None:
+            model_admin.message_user(
+                request, f"{label}: not shown on the page; look again", messages.ERROR
+            )
+            continue
+        try:
+            result = act(row, seen)
+        except AppError as exc:
+            model_admin.message_user(request, f"{label}: {exc.code}: {exc.message}", messages.ERROR)
+        else:
+            yield label, result

@@ -14,6 +14,7 @@ protected fields (``lease_update_guard``).
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -122,13 +123,41 @@ def _enter_check(task: Task, new_status: str) -> None:
     )
 
 
-def _lease_write(
+@dataclass(frozen=True)
+class _Mutation:
+    """A lease mutation under way: its task, channel, actor and time, and the task's record
+    as it was before (what its audit message compares with)."""
+
+    task: Task
+    channel: Channel
+    actor: str
+    now: datetime
+    before: dict[str, Any]
+
+
+def _mutation(task: Task, channel: Channel, actor: str, now: datetime) -> _Mutation:
+    return _Mutation(task, channel, actor, now, selectors.task_record(task))
+
+
+def _lease_start(
     task: Task,
-    *,
     channel: Channel,
     actor: str,
     now: datetime,
-    before: dict[str, Any],
+    duration: Parsed[timedelta],
+    status: str,
+) -> tuple[datetime, _Mutation]:
+    """The start of a claim, a renewal or a recovery, in this order: the new expiry
+    (``duration`` from ``now``: its refusal first), the task's entry into ``status``, and the
+    mutation, its record of the task taken before the lease changes."""
+    expires_at = lease_expiry(now, duration.get())
+    _enter_check(task, status)
+    return expires_at, _mutation(task, channel, actor, now)
+
+
+def _lease_write(
+    op: _Mutation,
+    *,
     event: str,
     history: dict[str, Any] | None,
     details: dict[str, Any],
@@ -136,9 +165,10 @@ def _lease_write(
     **fields: Any,
 ) -> Task:
     """What every lease mutation ends with, in one place: the task's compare-and-set write
-    of ``fields`` stamped ``now`` to the microsecond, the lease history row of ``event``
+    of ``fields`` stamped ``op.now`` to the microsecond, the lease history row of ``event``
     (``history``: its owner and expiry columns; None, no lease, no row) and the audit message
     with ``details``, the two sharing one transaction id. Returns the reloaded task."""
+    task, channel, actor, now, before = op.task, op.channel, op.actor, op.now, op.before
     store.task_write(
         task,
         conflict_code=conflict_code,
@@ -158,6 +188,31 @@ def _lease_write(
         event=str(event),  # the history's choice, as the plain string the payload carries
         before=before,
         details={**details, "fence": task.fence, "transaction_id": transaction_id},
+    )
+
+
+def _lease_taken(
+    op: _Mutation,
+    *,
+    event: str,
+    owner: str,
+    expires_at: datetime,
+    fence: int,
+    details: dict[str, Any],
+    history: dict[str, Any] | None = None,
+    conflict_code: str = "TASK_CONFLICT",
+) -> Task:
+    """A claim's or a recovery's end: the task in progress under ``owner`` at ``fence``, its
+    history row naming ``owner`` and ``expires_at`` (and ``history``'s columns)."""
+    return _lease_write(
+        op,
+        event=event,
+        history={"owner": owner, "lease_expires_at": expires_at, **(history or {})},
+        details=details,
+        conflict_code=conflict_code,
+        owner=owner,
+        status=Status.IN_PROGRESS,
+        fence=fence,
     )
 
 
@@ -200,10 +255,7 @@ def lease_claim(
             f"task {task.task_id} is assigned to {task.owner}",
             detail={"task_id": task.task_id, "owner": task.owner},
         )
-    expires_at = lease_expiry(now, duration.get())
-    _enter_check(task, Status.IN_PROGRESS)
-
-    before = selectors.task_record(task)
+    expires_at, op = _lease_start(task, channel, actor, now, duration, Status.IN_PROGRESS)
     fence = task.fence + 1
     try:
         with transaction.atomic():
@@ -221,19 +273,14 @@ def lease_claim(
             f"task {task.task_id} is already leased",
             detail={"task_id": task.task_id},
         ) from None
-    return _lease_write(
-        task,
-        channel=channel,
-        actor=actor,
-        now=now,
-        before=before,
+    return _lease_taken(
+        op,
         event=LeaseHistory.Event.CLAIMED,
-        history={"owner": actor, "lease_expires_at": expires_at},
+        owner=actor,
+        expires_at=expires_at,
+        fence=fence,
         details={"lease_owner": actor},
         conflict_code="LEASE_CONFLICT",
-        owner=actor,
-        status=Status.IN_PROGRESS,
-        fence=fence,
     )
 
 
@@ -258,18 +305,11 @@ def lease_renew(
     lease = _owned_lease(task, actor, now, fence)
     if lease is None:
         _raise_lease_not_found(task)
-    expires_at = lease_expiry(now, duration.get())
-    _enter_check(task, task.status)
-
-    before = selectors.task_record(task)
+    expires_at, op = _lease_start(task, channel, actor, now, duration, task.status)
     previous_expiry = lease.lease_expires_at
     Lease.objects.filter(pk=lease.pk).update(lease_expires_at=expires_at, updated_at=now)
     return _lease_write(
-        task,
-        channel=channel,
-        actor=actor,
-        now=now,
-        before=before,
+        op,
         event=LeaseHistory.Event.RENEWED,
         history={
             "owner": actor,
@@ -312,31 +352,24 @@ def _lease_end(
         task_owner_guard(task, channel=channel, actor=actor)
     _enter_check(task, status)
 
-    before = selectors.task_record(task)
+    op = _mutation(task, channel, actor, now)
     completing = status == Status.DONE
-    write: dict[str, Any] = {
-        "channel": channel,
-        "actor": actor,
-        "now": now,
-        "before": before,
-        "status": status,
-    }
     if lease is None:
         return _lease_write(
-            task,
+            op,
             event="task.updated",
             history=None,
             details={"lease_fallback": "complete" if completing else "release"},
-            **write,
+            status=status,
         )
     history, details = _lease_delete(lease)
     return _lease_write(
-        task,
+        op,
         event=LeaseHistory.Event.COMPLETED if completing else LeaseHistory.Event.RELEASED,
         history=history,
         details=details,
         owner="",
-        **write,
+        status=status,
     )
 
 
@@ -358,6 +391,20 @@ def lease_release(*, channel: Channel, task_id: str, actor: str, fence: int | No
     return _lease_end(
         channel=channel, task_id=task_id, actor=actor, status=Status.OPEN, fence=fence
     )
+
+
+def _seen_lease(
+    channel: Channel, task_id: str, owner: str | None, expires_at: datetime | None
+) -> tuple[Task, Lease]:
+    """The task and its lease as the admin saw them (``owner`` and ``expires_at``, when
+    given), the channel locked first. Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT."""
+    channel_lock(channel)
+    task = selectors.task_get(channel=channel, task_id=task_id)
+    lease = selectors.task_lease(task)
+    if lease is None:
+        _raise_lease_not_found(task)
+    _seen_check(task, lease, owner, expires_at)
+    return task, lease
 
 
 def _seen_check(task: Task, lease: Lease, owner: str | None, expires_at: datetime | None) -> None:
@@ -403,12 +450,7 @@ def lease_recover(
     new_owner = check_agent_name(
         actor if owner is None else owner, field="owner", code="LEASE_INVALID_OWNER"
     )
-    channel_lock(channel)
-    task = selectors.task_get(channel=channel, task_id=task_id)
-    lease = selectors.task_lease(task)
-    if lease is None:
-        _raise_lease_not_found(task)
-    _seen_check(task, lease, expected_owner, expected_expires_at)
+    task, lease = _seen_lease(channel, task_id, expected_owner, expected_expires_at)
     now = clock.now()
     if not is_expired(lease.lease_expires_at, now):
         raise AppError(
@@ -420,10 +462,7 @@ def lease_recover(
                 "lease_expires_at": records.lease_ts(lease.lease_expires_at),
             },
         )
-    expires_at = lease_expiry(now, duration.get())
-    _enter_check(task, Status.IN_PROGRESS)
-
-    before = selectors.task_record(task)
+    expires_at, op = _lease_start(task, channel, actor, now, duration, Status.IN_PROGRESS)
     previous_owner, previous_expiry = lease.owner, lease.lease_expires_at
     fence = task.fence + 1
     Lease.objects.filter(pk=lease.pk).update(
@@ -446,24 +485,18 @@ def lease_recover(
         # Someone recovered it for someone else (the admin): the reference's keys stay as
         # they are and name the new owner; ``actor`` says who acted, as the sender does.
         details["actor"] = actor
-    return _lease_write(
-        task,
-        channel=channel,
-        actor=actor,
-        now=now,
-        before=before,
+    return _lease_taken(
+        op,
         event=LeaseHistory.Event.RECOVERED,
+        owner=new_owner,
+        expires_at=expires_at,
+        fence=fence,
+        details=details,
         history={
-            "owner": new_owner,
-            "lease_expires_at": expires_at,
             "previous_owner": previous_owner,
             "previous_lease_expires_at": previous_expiry,
             "recovery_reason": reason,
         },
-        details=details,
-        owner=new_owner,
-        status=Status.IN_PROGRESS,
-        fence=fence,
     )
 
 
@@ -490,26 +523,17 @@ def lease_force_release(
     Raises TASK_NOT_FOUND, LEASE_NOT_FOUND, TASK_CONFLICT (the lease is no longer
     ``expected_owner``'s until ``expected_expires_at``, when given).
     """
-    channel_lock(channel)
-    task = selectors.task_get(channel=channel, task_id=task_id)
-    lease = selectors.task_lease(task)
-    if lease is None:
-        _raise_lease_not_found(task)
-    _seen_check(task, lease, expected_owner, expected_expires_at)
+    task, lease = _seen_lease(channel, task_id, expected_owner, expected_expires_at)
     now = clock.now()
     # A leased task is in_progress, and in_progress -> open is always allowed: this only
     # refuses a state that the services never write.
     graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=Status.OPEN)
 
-    before = selectors.task_record(task)
+    op = _mutation(task, channel, actor, now)
     lease_as_it_was = selectors.lease_record(lease)
     history, details = _lease_delete(lease)
     return _lease_write(
-        task,
-        channel=channel,
-        actor=actor,
-        now=now,
-        before=before,
+        op,
         event=LeaseHistory.Event.FORCE_RELEASED,
         history={**history, "recovery_reason": reason},
         details={**details, "lease": lease_as_it_was, "actor": actor, "reason": reason},

@@ -4,8 +4,8 @@ audit message in the same transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict, cast
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
@@ -115,20 +115,15 @@ def _update(*, channel: Channel, task_id: str, actor: str, changes: TaskChanges)
         task_owner_guard(task, channel=channel, actor=actor)
 
     # The values' refusals, in the reference's order (``TaskChanges``).
-    fields: dict[str, Any] = {}
-    if "title" in changes:
-        fields["title"] = changes["title"].get()
-    if "status" in changes:
-        fields["status"] = changes["status"].get()
-    if "owner" in changes:
-        fields["owner"] = changes["owner"].get() or ""
-    depends_on = changes["depends_on"].get() if "depends_on" in changes else None
-    if "files_hint" in changes:
-        fields["files_hint"] = changes["files_hint"].get()
-    if "acceptance" in changes:
-        fields["acceptance"] = changes["acceptance"].get()
-    if "branch" in changes:
-        fields["branch"] = changes["branch"].get() or ""
+    # ``TaskChanges``'s keys in their declared order; ``None`` clears owner or branch ("").
+    given = cast("Mapping[str, Parsed[Any]]", changes)
+    fields: dict[str, Any] = {
+        key: given[key].get() for key in TaskChanges.__annotations__ if key in given
+    }
+    depends_on = fields.pop("depends_on", None)
+    for key in ("owner", "branch"):
+        if key in fields:
+            fields[key] = fields[key] or ""
 
     new_status = fields.get("status", task.status)
     graph.transition_check(task_id=task.task_id, old_status=task.status, new_status=new_status)

@@ -33,6 +33,15 @@ def out_json(text: str) -> None:
     sys.stdout.write(terminal(text, as_json=True) + "\n")
 
 
+def answer_out(args: argparse.Namespace, answer: Any, text: Callable[[Any], str]) -> None:
+    """A verb's answer shown: with ``--json`` the server's JSON text as it came (``out_json``),
+    else ``text(answer)``, the verb's line for it (``out``)."""
+    if args.json:
+        out_json(answer)
+    else:
+        out(text(answer))
+
+
 def dump(body: Any) -> None:
     out_json(json.dumps(body, ensure_ascii=False))
 

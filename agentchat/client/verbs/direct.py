@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from agentchat.client import shapes
 from agentchat.client.api import Client, seg
 from agentchat.client.errors import ClientError
+from agentchat.client.files import read_bounded
 from agentchat.client.safe import line
-from agentchat.client.verbs import dump, out, out_json
+from agentchat.client.verbs import answer_out, dump, out, out_json
 
 RECEIPT_STATUSES = ("delivered", "processed", "read", "rejected")
 CARD_MAX_BYTES = 768 * 1024  # the server's body limit
@@ -69,9 +69,9 @@ def cmd_send(client: Client, args: argparse.Namespace) -> None:
         metadata=_metadata(args.meta),
         raw=args.json,
     )
-    if args.json:
-        return out_json(answer)
-    out(f"sent {line(answer['id'])} -> {line(answer['to'])}{_conversation(answer)}\n")
+    answer_out(
+        args, answer, lambda a: f"sent {line(a['id'])} -> {line(a['to'])}{_conversation(a)}\n"
+    )
 
 
 def cmd_receipt(client: Client, args: argparse.Namespace) -> None:
@@ -86,11 +86,11 @@ def cmd_receipt(client: Client, args: argparse.Namespace) -> None:
         envelope_id=args.id,
         raw=args.json,
     )
-    if args.json:
-        return out_json(answer)
-    out(
-        f"receipt {line(answer['id'])} -> {line(answer['to'])}: {line(args.status)} "
-        f"for {line(args.message_id)}\n"
+    status, message_id = line(args.status), line(args.message_id)
+    answer_out(
+        args,
+        answer,
+        lambda a: f"receipt {line(a['id'])} -> {line(a['to'])}: {status} for {message_id}\n",
     )
 
 
@@ -136,16 +136,13 @@ def cmd_contacts_show(client: Client, args: argparse.Namespace) -> None:
 
 def _card(source: str) -> dict[str, Any]:
     """The card of a file, or of stdin (``-``): a JSON object."""
-    try:
-        if source == "-":
-            raw = sys.stdin.buffer.read(CARD_MAX_BYTES + 1) if sys.stdin is not None else b""
-        else:
-            with open(source, "rb") as handle:
-                raw = handle.read(CARD_MAX_BYTES + 1)
-    except OSError as exc:
-        raise ClientError("BODY_UNREADABLE", f"could not read the card {source}: {exc}") from exc
-    if len(raw) > CARD_MAX_BYTES:
-        raise ClientError("FIELD_TOO_LARGE", f"the card {source} is over {CARD_MAX_BYTES} bytes")
+    raw = read_bounded(
+        source,
+        CARD_MAX_BYTES,
+        unreadable=("BODY_UNREADABLE", f"could not read the card {source}"),
+        too_large=("FIELD_TOO_LARGE", f"the card {source} is over {CARD_MAX_BYTES} bytes"),
+        dash_is_stdin=True,
+    )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -158,20 +155,16 @@ def _card(source: str) -> dict[str, Any]:
 
 def cmd_contacts_save(client: Client, args: argparse.Namespace) -> None:
     answer = client.v1_contact_put(_card(args.card), raw=args.json)
-    if args.json:
-        return out_json(answer)
-    out(f"saved contact {line(answer['id'])}\n")
+    answer_out(args, answer, lambda a: f"saved contact {line(a['id'])}\n")
 
 
 def cmd_contacts_share(client: Client, args: argparse.Namespace) -> None:
     answer = client.v1_contact_share(
         args.to, args.contact_id, conversation_id=args.conversation_id, raw=args.json
     )
-    if args.json:
-        return out_json(answer)
-    out(
-        f"shared contact {line(args.contact_id)} -> {line(answer['to'])} "
-        f"({line(answer['id'])}){_conversation(answer)}\n"
+    shared = f"shared contact {line(args.contact_id)}"
+    answer_out(
+        args, answer, lambda a: f"{shared} -> {line(a['to'])} ({line(a['id'])}){_conversation(a)}\n"
     )
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from agentchat.client import ops, shapes
 from agentchat.client.api import Client
 from agentchat.client.safe import line
-from agentchat.client.verbs import chan, check_as, duration, out, out_json
+from agentchat.client.verbs import answer_out, chan, check_as, duration, out, out_json
 
 # A recovery's answer names who held the lock before and why it was taken over.
 RECOVERED = {
@@ -24,10 +25,12 @@ def cmd_lock(client: Client, args: argparse.Namespace) -> None:
     answer = client.request(
         "POST", chan(args) + "locks/", json=body, raw=args.json, expect=shapes.LOCK
     )
-    if args.json:
-        return out_json(answer)
+    answer_out(args, answer, lambda a: _locked_line(a, args.channel))
+
+
+def _locked_line(answer: dict[str, Any], channel: str) -> str:
     paths = ", ".join(entry["normalized_path"] for entry in answer["paths"])
-    out(f"locked {line(answer['lock_id'])} -> {line(args.channel)}/{line(paths)}\n")
+    return f"locked {line(answer['lock_id'])} -> {line(channel)}/{line(paths)}\n"
 
 
 def cmd_check(client: Client, args: argparse.Namespace) -> None:
@@ -63,9 +66,11 @@ def cmd_unlock(client: Client, args: argparse.Namespace) -> None:
             "DELETE", where, params={"path": path, **fence}, raw=True, expect=shapes.LOCK
         ),
     )
-    if args.json:
-        return out_json(answer)
-    out(f"unlocked {line(json.loads(answer)['lock_id'])} from {line(args.channel)}\n")
+    answer_out(
+        args,
+        answer,
+        lambda a: f"unlocked {line(json.loads(a)['lock_id'])} from {line(args.channel)}\n",
+    )
 
 
 def cmd_recover(client: Client, args: argparse.Namespace) -> None:
@@ -85,9 +90,11 @@ def cmd_recover(client: Client, args: argparse.Namespace) -> None:
             expect=RECOVERED,
         ),
     )
-    if args.json:
-        return out_json(answer)
-    out(
+    answer_out(args, answer, _recovered_line)
+
+
+def _recovered_line(answer: dict[str, Any]) -> str:
+    return (
         f"recovered {line(answer['lock_id'])} for {line(answer['owner'])} "
         f"previous_owner={line(answer['previous_owner'])} "
         f"reason={line(answer['recovery_reason'])}\n"

@@ -15,7 +15,7 @@ from agentchat.client import ops, shapes, text
 from agentchat.client.api import Client, message_id, seg
 from agentchat.client.errors import EXIT_USAGE, ClientError
 from agentchat.client.safe import line
-from agentchat.client.verbs import chan, check_as, dump, err, out, out_json, values
+from agentchat.client.verbs import answer_out, chan, check_as, dump, err, out, out_json, values
 
 BODY_MAX_BYTES = 768 * 1024
 PEEK_LIMIT = 1000  # the server's largest peek page
@@ -129,9 +129,11 @@ def cmd_post(client: Client, args: argparse.Namespace) -> None:
         expect=shapes.MESSAGE,
         retry=True,
     )
-    if args.json:
-        return out_json(answer)
-    out(f"posted #{answer['seq']} -> {line(args.channel)}/{text.message_file_name(answer)}\n")
+    answer_out(
+        args,
+        answer,
+        lambda a: f"posted #{a['seq']} -> {line(args.channel)}/{text.message_file_name(a)}\n",
+    )
 
 
 def cmd_read(client: Client, args: argparse.Namespace) -> None:

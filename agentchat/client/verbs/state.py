@@ -10,7 +10,7 @@ from agentchat.client import ops, shapes, text
 from agentchat.client.api import Client
 from agentchat.client.errors import ClientError
 from agentchat.client.safe import line
-from agentchat.client.verbs import chan, check_as, dump, out, out_json, values
+from agentchat.client.verbs import answer_out, chan, check_as, dump, out, out_json, values
 
 
 def _no_audit(args: argparse.Namespace) -> None:
@@ -34,10 +34,7 @@ def _compact(client: Client, args: argparse.Namespace) -> Any:
 
 def cmd_state(client: Client, args: argparse.Namespace) -> None:
     if args.write:
-        answer = _compact(client, args)
-        if args.json:
-            return out_json(answer)
-        return out(f"compacted state for {line(args.channel)} -> {line(args.channel)}/state.md\n")
+        return answer_out(args, _compact(client, args), lambda a: _compacted(args) + "\n")
     check_as(client, args.actor)
     params = {"strict": "true"} if args.strict else {}
     if args.json:
@@ -53,14 +50,17 @@ def cmd_state(client: Client, args: argparse.Namespace) -> None:
 
 
 def cmd_compact(client: Client, args: argparse.Namespace) -> None:
-    answer = _compact(client, args)
-    if args.json:
-        return out_json(answer)
-    body = json.loads(answer)
-    out(
-        f"compacted state for {line(args.channel)} -> {line(args.channel)}/state.md "
-        f"(open_tasks={body['open_tasks_count']}, locks={body['path_locks_count']}, "
-        f"decisions={body['decisions_count']})\n"
+    answer_out(args, _compact(client, args), lambda a: _compacted(args, json.loads(a)) + "\n")
+
+
+def _compacted(args: argparse.Namespace, counts: dict[str, Any] | None = None) -> str:
+    """The reference's line for a compaction, with its counts when ``counts`` is given."""
+    done = f"compacted state for {line(args.channel)} -> {line(args.channel)}/state.md"
+    if counts is None:
+        return done
+    return (
+        f"{done} (open_tasks={counts['open_tasks_count']}, locks={counts['path_locks_count']}, "
+        f"decisions={counts['decisions_count']})"
     )
 
 
@@ -77,9 +77,11 @@ def cmd_event_post(client: Client, args: argparse.Namespace) -> None:
     answer = client.request(
         "POST", chan(args) + "events/", json=body, raw=args.json, expect=shapes.EVENT_POSTED
     )
-    if args.json:
-        return out_json(answer)
-    out(f"posted event {line(answer['event']['event'])} -> {line(args.channel)}\n")
+    answer_out(
+        args,
+        answer,
+        lambda a: f"posted event {line(a['event']['event'])} -> {line(args.channel)}\n",
+    )
 
 
 def cmd_event_read(client: Client, args: argparse.Namespace) -> None:

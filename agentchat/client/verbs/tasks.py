@@ -8,7 +8,16 @@ from typing import Any
 from agentchat.client import ops, shapes, text
 from agentchat.client.api import Client, seg
 from agentchat.client.safe import line
-from agentchat.client.verbs import Command, chan, check_as, dump, duration, out, out_json, values
+from agentchat.client.verbs import (
+    Command,
+    answer_out,
+    chan,
+    check_as,
+    dump,
+    duration,
+    out,
+    values,
+)
 
 
 def _task_path(args: argparse.Namespace, action: str = "") -> str:
@@ -17,10 +26,7 @@ def _task_path(args: argparse.Namespace, action: str = "") -> str:
 
 def _task_done(args: argparse.Namespace, verb: str, answer: Any) -> None:
     """The reference's line, to the letter (scripts match it); the lease's fence is in --json."""
-    if args.json:
-        out_json(answer)
-    else:
-        out(f"{verb} task {line(answer['id'])} [{line(answer['status'])}]\n")
+    answer_out(args, answer, lambda a: f"{verb} task {line(a['id'])} [{line(a['status'])}]\n")
 
 
 def cmd_task_create(client: Client, args: argparse.Namespace) -> None:
@@ -50,9 +56,7 @@ def cmd_task_list(client: Client, args: argparse.Namespace) -> None:
 
 def cmd_task_show(client: Client, args: argparse.Namespace) -> None:
     answer = client.request("GET", _task_path(args), raw=args.json, expect=shapes.TASK)
-    if args.json:
-        return out_json(answer)
-    out(text.task_show(answer))
+    answer_out(args, answer, text.task_show)
 
 
 def cmd_task_update(client: Client, args: argparse.Namespace) -> None:
