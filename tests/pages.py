@@ -1,15 +1,37 @@
 """Helpers for the paged lists' tests (agentchat.core.http.pages): walk a list page by page, count
-the rows a page loads."""
+the rows a page loads; count a block's work as SQLite's virtual machine steps (``vm_steps``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
+
+
+@contextmanager
+def vm_steps() -> Iterator[list[int]]:
+    """SQLite's virtual machine steps (in thousands) of the block's statements (0 elsewhere)."""
+    counted = [0]
+    if connection.vendor != "sqlite":
+        yield counted
+        return
+    connection.ensure_connection()
+
+    def step() -> int:
+        counted[0] += 1
+        return 0
+
+    connection.connection.set_progress_handler(step, 1000)
+    try:
+        yield counted
+    finally:
+        connection.connection.set_progress_handler(None, 0)
 
 
 def page_get(client: APIClient, url: str, key: str, **params: Any) -> dict[str, Any]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 from django.db import connection
@@ -21,28 +19,9 @@ from channels_app.live import message_wait
 from channels_app.models import Channel, Message
 from channels_app.selectors import READ_SCAN_ROWS, cursor_get
 from channels_app.services import cursors
+from tests.pages import vm_steps
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@contextmanager
-def vm_steps() -> Iterator[list[int]]:
-    """SQLite's virtual machine steps (in thousands) of the block's statements (0 elsewhere)."""
-    counted = [0]
-    if connection.vendor != "sqlite":
-        yield counted
-        return
-    connection.ensure_connection()
-
-    def step() -> int:
-        counted[0] += 1
-        return 0
-
-    connection.connection.set_progress_handler(step, 1000)
-    try:
-        yield counted
-    finally:
-        connection.connection.set_progress_handler(None, 0)
 
 
 @pytest.fixture

@@ -13,8 +13,7 @@ progress handler), the queries and the bodies a page loads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from channels_app import services
 from channels_app.approvals import _pending, approvals_pending, approvals_pending_count
 from channels_app.models import Channel
 from tests.conftest import PagesClient
+from tests.pages import vm_steps
 
 pytestmark = pytest.mark.django_db
 
@@ -61,23 +61,6 @@ def plan(queryset: Any) -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
         return [row[3] for row in cursor.fetchall()]
-
-
-@contextmanager
-def vm_steps() -> Iterator[list[int]]:
-    """SQLite's virtual machine steps (in thousands) of the block's statements."""
-    connection.ensure_connection()
-    counted = [0]
-
-    def step() -> int:
-        counted[0] += 1
-        return 0
-
-    connection.connection.set_progress_handler(step, 1000)
-    try:
-        yield counted
-    finally:
-        connection.connection.set_progress_handler(None, 0)
 
 
 PENDING_QUERIES: list[tuple[str, Callable[[Channel], Any]]] = [
