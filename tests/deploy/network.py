@@ -78,19 +78,15 @@ def free_subnet() -> str:
 class NamespacedPostgres(PrivatePostgres):
     """PrivatePostgres run inside network namespace ``ns``, listening on ``address``:5432."""
 
+    max_connections = 60
+
     def __init__(self, ns: str, address: str) -> None:
         self.ns, self.address = ns, address
+        self.listen = f"{address},127.0.0.1"
         super().__init__()
 
-    def _run(self, tool: str, *args: str) -> None:
-        done = subprocess.run(
-            ["ip", "netns", "exec", self.ns, *_postgres_command(str(self.bin / tool), *args)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=self.root,
-        )
-        assert done.returncode == 0, f"{tool} failed: {done.stdout}\n{done.stderr}"
+    def _around(self, command: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *command]
 
     def start(self) -> None:
         self.port = 5432  # the db host's own: nothing else listens in its namespace
@@ -100,21 +96,7 @@ class NamespacedPostgres(PrivatePostgres):
         if line not in hba.read_text():
             with hba.open("a") as conf:
                 conf.write(line)  # the app hosts connect from the subnet
-        options = (
-            f"-p 5432 -c listen_addresses={self.address},127.0.0.1 -k {self.root} -c fsync=off "
-            "-c full_page_writes=off -c max_connections=60"
-        )
-        self._run(
-            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-            "-w", "-t", "30", "start",
-        )  # fmt: skip
-
-    def url(self, database: str = "postgres") -> str:
-        return f"postgres://postgres@{self.address}:5432/{database}"
-
-
-def _postgres_command(*command: str) -> list[str]:
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else list(command)
+        super().start()
 
 
 class HostServer(serve.ServerProcess):

@@ -44,6 +44,10 @@ def _as_postgres(command: list[str]) -> list[str]:
 
 
 class PrivatePostgres:
+    # Where it listens besides its socket folder, and how many connections it takes.
+    listen = "127.0.0.1"
+    max_connections = 40
+
     def __init__(self) -> None:
         bin_dir = postgres_bin()
         require_service(
@@ -64,9 +68,13 @@ class PrivatePostgres:
         )  # fmt: skip
         self.start()
 
+    def _around(self, command: list[str]) -> list[str]:
+        """The command as it is run (a subclass runs it in a network namespace)."""
+        return command
+
     def _run(self, tool: str, *args: str) -> None:
         done = subprocess.run(
-            _as_postgres([str(self.bin / tool), *args]),
+            self._around(_as_postgres([str(self.bin / tool), *args])),
             capture_output=True,
             text=True,
             timeout=60,
@@ -76,8 +84,8 @@ class PrivatePostgres:
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off "
-            "-c full_page_writes=off -c max_connections=40"
+            f"-p {self.port} -c listen_addresses={self.listen} -k {self.root} -c fsync=off "
+            f"-c full_page_writes=off -c max_connections={self.max_connections}"
         )
         self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
@@ -88,7 +96,7 @@ class PrivatePostgres:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "30", "stop")
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgres://postgres@{self.listen.split(',')[0]}:{self.port}/{database}"
 
     def sql(self, statement: str, database: str = "postgres") -> None:
         import psycopg
