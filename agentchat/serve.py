@@ -301,15 +301,26 @@ class ServerProcess:
             if "Address already in use" not in output or attempt == attempts:
                 raise RuntimeError(f"server on port {self.port} {error}: {output[-3000:]}")
 
+    # A subclass's log may be kept across its restarts ("a+b").
+    log_mode = "w+b"
+
+    def _address(self) -> tuple[str, int]:
+        """Where the next start listens (a subclass: another host's address)."""
+        return "127.0.0.1", free_port()
+
+    def _around(self, command: list[str]) -> list[str]:
+        """The command as it is run (a subclass: in a network namespace)."""
+        return command
+
     def _spawn(self, env: dict[str, str], log_dir: Path, log_name: str, access_log: bool) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        host, self.port = self._address()
+        self.url = f"http://{host}:{self.port}"
+        self.ws_url = f"ws://{host}:{self.port}"
         self.log_path = log_dir / log_name.format(port=self.port)
-        self.log = open(self.log_path, "w+b")  # noqa: SIM115  (closed by stop() and kill())
+        self.log = open(self.log_path, self.log_mode)  # noqa: SIM115  (closed by stop(), kill())
         read_end, write_end = os.pipe()
-        self.command = daphne_command(
-            "127.0.0.1", self.port, access_log=access_log, ready_fd=write_end
+        self.command = self._around(
+            daphne_command(host, self.port, access_log=access_log, ready_fd=write_end)
         )
         try:
             self.proc = subprocess.Popen(

@@ -103,34 +103,17 @@ class HostServer(serve.ServerProcess):
     """``python -m agentchat.serve`` inside network namespace ``ns`` on ``address``:8000; back
     once it serves (the launcher's ready pipe crosses ``ip netns exec``)."""
 
+    log_mode = "a+b"  # one log per host, across its restarts
+
     def __init__(self, ns: str, address: str, env: dict[str, str], log_dir: Path) -> None:
         self.ns, self.address = ns, address
         super().__init__(env=env, log_dir=log_dir, log_name=f"{ns}.log", attempts=1)
 
-    def _spawn(self, env: dict[str, str], log_dir: Path, log_name: str, access_log: bool) -> None:
-        self.port = APP_PORT
-        self.url = f"http://{self.address}:{APP_PORT}"
-        self.ws_url = f"ws://{self.address}:{APP_PORT}"
-        self.log_path = log_dir / log_name
-        self.log = open(self.log_path, "a+b")  # noqa: SIM115  (closed by stop() and kill())
-        read_end, write_end = os.pipe()
-        command = serve.daphne_command(self.address, APP_PORT, access_log=False, ready_fd=write_end)
-        self.command = ["ip", "netns", "exec", self.ns, *command]
-        try:
-            self.proc = subprocess.Popen(
-                self.command,
-                cwd=ROOT,
-                env=env,
-                stdout=self.log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(write_end,),
-            )
-        finally:
-            os.close(write_end)
-        self._ready_pipe = read_end
+    def _address(self) -> tuple[str, int]:
+        return self.address, APP_PORT
 
-    def output(self) -> str:
-        return self.log_path.read_bytes().decode(errors="replace")
+    def _around(self, command: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *command]
 
 
 def nginx_site(upstreams: list[str], listen: str) -> str:
