@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -69,6 +70,20 @@ def waits_behind_us(started: threading.Event) -> bool:
             return cursor.fetchone()[0] > 0
     writer = core_db._sqlite_writer
     return writer._next_ticket - writer._serving >= 2
+
+
+@contextlib.contextmanager
+def sigint_as_a_terminal_has_it() -> Iterator[None]:
+    """Children started in the block get SIGINT as a terminal's command has it. A suite started
+    by a shell in the background (`bash -c '…' &`) runs with SIGINT ignored, which a child
+    inherits: a Ctrl-C a test sends it would be dropped."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def subscribers(group: str) -> int:

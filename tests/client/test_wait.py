@@ -16,6 +16,7 @@ import pytest
 from agentchat import serve
 from tests.client.cli_run import Agentchat
 from tests.conftest import ServerProcess
+from tests.signals import sigint_as_a_terminal_has_it
 
 RULE = "=" * 70
 
@@ -127,14 +128,8 @@ def test_a_wait_killed_while_parked_consumed_nothing(pair):
 
 def test_ctrl_c_exits_130(pair):
     _, bob = pair
-    # A Ctrl-C in a terminal reaches a command whose SIGINT is not ignored. A suite started
-    # by a shell in the background (`bash -c '…' &`) runs with SIGINT ignored, which a child
-    # inherits and Python then leaves ignored: this child starts as a terminal's would.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with sigint_as_a_terminal_has_it():
         waiter = traced(bob).popen("wait", "review", "--timeout", "60")
-    finally:
-        signal.signal(signal.SIGINT, previous)
     parked(waiter)
     waiter.send_signal(signal.SIGINT)
     _, err = waiter.communicate(timeout=10)

@@ -23,7 +23,7 @@ from tests.conftest import (
     require_service,
 )
 from tests.folder.test_command import env
-from tests.signals import wait_until
+from tests.signals import sigint_as_a_terminal_has_it, wait_until
 
 
 def follower(root: Path, *flags: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -112,7 +112,8 @@ def test_follow_keeps_up_with_a_server_in_another_process(
 
 
 def test_follow_stops_cleanly_on_sigint(transactional_db, tmp_path: Path) -> None:
-    proc = follower(tmp_path / "root", "--poll", "0.1")
+    with sigint_as_a_terminal_has_it():
+        proc = follower(tmp_path / "root", "--poll", "0.1")
     wait_until(lambda: (tmp_path / "root" / ".agentchat-sync").is_dir(), what="first sync")
     code, _, err = stopped(proc, signal.SIGINT)
     assert code == 0, err
